@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CollectionsAppConfig(AppConfig):
+    name = "collections_app"
+    verbose_name = "Collections and ingestion"

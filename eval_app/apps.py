@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EvalAppConfig(AppConfig):
+    name = "eval_app"
+    verbose_name = "Evaluation"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class QueryAppConfig(AppConfig):
+    name = "query_app"
+    verbose_name = "Answering"

