@@ -24,6 +24,9 @@ class Collection(models.Model):
     embedding_provider = models.CharField(max_length=100, blank=True)
     embedding_model = models.CharField(max_length=500, blank=True)
     embedding_dimensions = models.PositiveIntegerField(null=True, blank=True)
+    # Optional per-collection overrides of settings.RAG["embedding"] (e.g. another
+    # model); the active profile is that configuration's model.
+    embedding_config = models.JSONField(default=dict, blank=True)
     chunking_strategy = models.CharField(max_length=50, default="recursive")
     chunking_options = models.JSONField(default=dict, blank=True)
     # Bumped by every ingestion that changes chunks; caches key on it.

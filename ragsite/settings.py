@@ -206,7 +206,10 @@ RAG: dict[str, object] = {
         # provider name -> collections_app.embedding.EMBEDDING_PROVIDERS
         "provider": env_str("RAG_EMBEDDING_PROVIDER", "sentence-transformers"),
         "model": env_str("RAG_EMBEDDING_MODEL", "") or _default_embedding_model(),
-        "model_name": env_str("RAG_EMBEDDING_MODEL_NAME", "all-MiniLM-L6-v2"),
+        # The name recorded in embedding profiles (stable across machines).
+        "model_name": env_str(
+            "RAG_EMBEDDING_MODEL_NAME", "" if env_str("RAG_EMBEDDING_MODEL") else "all-MiniLM-L6-v2"
+        ),
         "batch_size": env_int("RAG_EMBEDDING_BATCH_SIZE", 64),
         "device": env_str("RAG_EMBEDDING_DEVICE", "cpu"),
     },
