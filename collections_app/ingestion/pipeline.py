@@ -1,0 +1,473 @@
+"""The ingestion pipeline: load → validate → chunk → embed → upsert, per source.
+
+Every source is fault-isolated: an error in one gives it a failed status with
+the reason and the run goes on. Embedding is batched across sources so the
+model sees full batches even when documents are small.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from collections_app.embedding import Embedder, get_embedder
+from collections_app.ingestion import quarantine
+from collections_app.ingestion.chunking import chunk_id, get_chunker
+from collections_app.ingestion.fetch import fetch_url, read_path
+from collections_app.ingestion.limits import IngestionLimits
+from collections_app.ingestion.loaders import load_document
+from collections_app.ingestion.manifest import Manifest, manifest_load, manifest_save
+from collections_app.ingestion.report import IngestionReport, SourceOutcome
+from collections_app.ingestion.types import (
+    ChunkDraft,
+    EmbeddingProfileDrift,
+    IngestionError,
+    LoadedDocument,
+    PageSpan,
+    RawSource,
+)
+from collections_app.ingestion.validators import validate_document
+from collections_app.keyword_stats import collection_term_stats_refresh
+from collections_app.models import Chunk, Collection, IngestionJob, Provenance, Source
+from collections_app.vector_index import vector_index_drop, vector_index_ensure
+
+logger = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[IngestionReport, str], None]
+
+
+@dataclass
+class WorkItem:
+    """One source to (re)ingest: a location, or an existing Source row (uploads)."""
+
+    location: str
+    origin: str
+    origin_pattern: str = ""
+    source: Source | None = None
+
+
+@dataclass
+class _Pending:
+    source: Source
+    doc: LoadedDocument
+    drafts: list[ChunkDraft]
+    content_hash: str
+    outcome: SourceOutcome
+
+
+@dataclass
+class IngestionRun:
+    """State of one run over one collection."""
+
+    collection: Collection
+    chunking: str | None = None
+    reindex: bool = False
+    user: Any = None
+    job: IngestionJob | None = None
+    progress: ProgressCallback | None = None
+    # Documents whose validation a reviewer already settled (quarantine approval).
+    skip_validation: bool = False
+    flush_chunks: int = 256
+    report: IngestionReport = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.report = IngestionReport(collection=self.collection.slug, reindex=self.reindex)
+        self.limits = IngestionLimits.from_settings()
+        self.embedder: Embedder = get_embedder(self.collection.embedding_config)
+        self._check_profile()
+        name = self.chunking or self.collection.chunking_strategy
+        self.chunker = get_chunker(
+            name, options=self.collection.chunking_options, embedder=self.embedder
+        )
+        self.report.chunking = name
+        self.fingerprint = self.chunker.settings_fingerprint()
+        self.profile = self.embedder.profile.as_dict()
+        self.report.embedding_profile = self.profile
+        self.manifest: Manifest = manifest_load(collection=self.collection)
+        if not self.manifest.trusted:
+            self.report.warnings.append(
+                f"manifest unusable ({self.manifest.problem}): every source is ingested again"
+            )
+        self._pending: list[_Pending] = []
+        self._changed = False
+
+    def _check_profile(self) -> None:
+        recorded = self.collection.embedding_profile
+        active = self.embedder.profile.as_dict()
+        if recorded and recorded != active and not self.reindex:
+            raise EmbeddingProfileDrift(
+                f"collection {self.collection.slug!r} was embedded with {recorded['model']} "
+                f"({recorded['dimensions']} dims, {recorded['provider']}) but the active model is "
+                f"{active['model']} ({active['dimensions']} dims, {active['provider']}); "
+                "run again with --reindex to re-embed every source"
+            )
+
+    # --- the run ---------------------------------------------------------------
+    def run(
+        self, items: Iterable[WorkItem], *, relisted_patterns: Iterable[str] = ()
+    ) -> IngestionReport:
+        """Ingest every item, remove vanished sources, and return the report."""
+        started = time.perf_counter()
+        items = list(items)
+        if self.reindex:
+            self._prepare_reindex()
+        for item in items:
+            self._process(item)
+            if sum(len(p.drafts) for p in self._pending) >= self.flush_chunks:
+                self._flush()
+        self._flush()
+        seen = {item.location for item in items}
+        for pattern in relisted_patterns:
+            self._remove_vanished(pattern, seen)
+        self._finish()
+        self.report.total_seconds = time.perf_counter() - started
+        return self.report
+
+    def run_stored(self, sources: Iterable[Source]) -> IngestionReport:
+        """Index sources from their stored text, without re-reading or re-validating.
+
+        Used when a reviewer approves quarantined content: what is indexed is
+        exactly what the reviewer saw.
+        """
+        started = time.perf_counter()
+        for source in sources:
+            outcome = SourceOutcome(location=source.location, status="pending", kind=source.kind)
+            outcome.source_id = source.pk
+            self.report.sources.append(outcome)
+            content_hash = source.metadata.get("pending_hash") or source.content_hash
+            try:
+                with self._stage("chunk"):
+                    doc = document_from_source(source)
+                    drafts = self.chunker.chunk(doc)
+                if not drafts:
+                    raise IngestionError("no chunks were produced from the stored text")
+                self._pending.append(_Pending(source, doc, drafts, content_hash, outcome))
+            except IngestionError as exc:
+                self._fail(source, outcome, str(exc))
+        self._flush()
+        self._finish()
+        self.report.total_seconds = time.perf_counter() - started
+        return self.report
+
+    def _prepare_reindex(self) -> None:
+        recorded = self.collection.embedding_dimensions
+        if recorded and recorded != self.embedder.profile.dimensions:
+            # The old index casts to the old size; it is rebuilt after the rewrite.
+            vector_index_drop(collection_id=self.collection.pk)
+
+    def _process(self, item: WorkItem) -> None:
+        outcome = SourceOutcome(location=item.location, status="pending")
+        self.report.sources.append(outcome)
+        source = item.source
+        try:
+            with self._stage("load"):
+                raw = self._read(item)
+                content_hash = hashlib.sha256(raw.data).hexdigest()
+                if source is None:
+                    source, _ = Source.objects.get_or_create(
+                        collection=self.collection,
+                        location=item.location,
+                        defaults={"origin": item.origin, "origin_pattern": item.origin_pattern},
+                    )
+                outcome.source_id = source.pk
+                if item.origin_pattern and source.origin_pattern != item.origin_pattern:
+                    source.origin_pattern = item.origin_pattern
+                if self._unchanged(source, content_hash):
+                    outcome.status = "unchanged"
+                    outcome.kind = source.kind
+                    if source.status == Source.Status.QUARANTINED:
+                        outcome.reason = "unchanged; still awaiting review in the quarantine"
+                    self._notify(f"unchanged {item.location}")
+                    return
+                self._provenance(source, raw, content_hash)
+                doc = load_document(raw, limits=self.limits)
+            outcome.kind = doc.kind
+            outcome.warnings = list(doc.warnings)
+            self._store_document(source, raw, doc, content_hash)
+            if not self.skip_validation:
+                with self._stage("validate"):
+                    result = validate_document(doc, limits=self.limits)
+                if result.errors:
+                    raise IngestionError("; ".join(result.errors))
+                outcome.verdict = result.verdict
+                outcome.signals = [s.name for s in result.signals]
+                held = quarantine.quarantine_decide(
+                    source=source, result=result, content_hash=content_hash, job=self.job
+                )
+                if held:
+                    outcome.status = "quarantined"
+                    outcome.reason = held
+                    self._forget_chunks(source)
+                    self.manifest.record(
+                        item.location,
+                        content_hash=content_hash,
+                        chunker=self.fingerprint,
+                        embedding=self.profile,
+                    )
+                    self._notify(f"quarantined {item.location}")
+                    return
+            with self._stage("chunk"):
+                drafts = self.chunker.chunk(doc)
+            if not drafts:
+                raise IngestionError("no chunks were produced from the extracted text")
+            self._pending.append(_Pending(source, doc, drafts, content_hash, outcome))
+        except IngestionError as exc:
+            self._fail(source, outcome, str(exc))
+        except Exception as exc:  # one bad source never stops the others
+            logger.exception("unexpected error ingesting %s", item.location)
+            self._fail(source, outcome, f"unexpected error: {type(exc).__name__}: {exc}")
+
+    def _read(self, item: WorkItem) -> RawSource:
+        if item.origin == Source.Origin.URL:
+            return fetch_url(item.location, limits=self.limits)
+        if item.origin == Source.Origin.UPLOAD:
+            assert item.source is not None
+            if not item.source.file:
+                raise IngestionError("the uploaded file is missing")
+            with item.source.file.open("rb") as fh:
+                data = fh.read(self.limits.max_file_bytes + 1)
+            name = Path(item.source.file.name).name
+            raw = RawSource(location=item.location, origin="upload", data=data, filename=name)
+            return raw
+        return read_path(Path(item.location), limits=self.limits)
+
+    def _unchanged(self, source: Source, content_hash: str) -> bool:
+        if self.reindex or source.status not in {Source.Status.READY, Source.Status.QUARANTINED}:
+            return False
+        return self.manifest.is_unchanged(
+            source.location,
+            content_hash=content_hash,
+            chunker=self.fingerprint,
+            embedding=self.profile,
+        )
+
+    def _provenance(self, source: Source, raw: RawSource, content_hash: str) -> None:
+        Provenance.objects.create(
+            collection=self.collection,
+            source=source,
+            job=self.job,
+            location=source.location,
+            origin=source.origin,
+            final_url=raw.final_url,
+            http_status=raw.http_status,
+            content_hash=content_hash,
+            size_bytes=len(raw.data),
+            mime=raw.declared_mime,
+            submitted_by=self.user if getattr(self.user, "is_authenticated", False) else None,
+        )
+
+    def _store_document(
+        self, source: Source, raw: RawSource, doc: LoadedDocument, content_hash: str
+    ) -> None:
+        source.kind = doc.kind
+        source.mime = doc.mime
+        source.title = doc.title[:500]
+        source.size_bytes = len(raw.data)
+        source.text_chars = len(doc.text)
+        source.text = doc.text
+        source.metadata = {
+            **doc.metadata,
+            "pages": [[p.number, p.char_start, p.char_end, p.has_text] for p in doc.pages],
+            "warnings": doc.warnings,
+            "pending_hash": content_hash,
+        }
+        source.status = Source.Status.INGESTING
+        source.error = ""
+        source.save()
+
+    # --- embed + upsert -----------------------------------------------------------
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        texts = [d.text for p in pending for d in p.drafts]
+        try:
+            with self._stage("embed"):
+                vectors = self.embedder.encode(texts)
+        except Exception as exc:
+            logger.exception("embedding failed")
+            for p in pending:
+                self._fail(p.source, p.outcome, f"embedding failed: {exc}")
+            return
+        offset = 0
+        for p in pending:
+            rows = vectors[offset : offset + len(p.drafts)]
+            offset += len(p.drafts)
+            try:
+                with self._stage("upsert"):
+                    self._upsert(p, rows)
+            except Exception as exc:
+                logger.exception("storing chunks of %s failed", p.source.location)
+                self._fail(p.source, p.outcome, f"storing chunks failed: {exc}")
+                continue
+            p.outcome.status = "ingested"
+            p.outcome.chunks_written = len(p.drafts)
+            p.outcome.embeddings_computed = len(p.drafts)
+            self.manifest.record(
+                p.source.location,
+                content_hash=p.content_hash,
+                chunker=self.fingerprint,
+                embedding=self.profile,
+            )
+            self._notify(f"ingested {p.source.location}")
+
+    def _upsert(self, p: _Pending, vectors: Any) -> None:
+        """Write the new chunks, then drop the old ones, in one transaction.
+
+        Readers see either the old version or the new one, never neither.
+        """
+        chunks = [
+            Chunk(
+                id=chunk_id(
+                    location=p.source.location, content_hash=p.content_hash, ordinal=d.ordinal
+                ),
+                collection=self.collection,
+                source=p.source,
+                source_hash=p.content_hash,
+                ordinal=d.ordinal,
+                text=d.text,
+                char_start=d.char_start,
+                char_end=d.char_end,
+                page=d.page,
+                section_path=d.section_path,
+                token_count=d.token_count,
+                metadata=d.metadata,
+                embedding=vec,
+            )
+            for d, vec in zip(p.drafts, vectors, strict=True)
+        ]
+        with transaction.atomic():
+            Chunk.objects.bulk_create(
+                chunks,
+                batch_size=500,
+                update_conflicts=True,
+                unique_fields=["id"],
+                update_fields=[
+                    "text",
+                    "char_start",
+                    "char_end",
+                    "page",
+                    "section_path",
+                    "token_count",
+                    "metadata",
+                    "embedding",
+                    "source_hash",
+                    "ordinal",
+                ],
+            )
+            Chunk.objects.filter(source=p.source).exclude(id__in=[c.id for c in chunks]).delete()
+            p.source.status = Source.Status.READY
+            p.source.content_hash = p.content_hash
+            p.source.chunk_count = len(chunks)
+            p.source.ingested_at = timezone.now()
+            p.source.metadata.pop("pending_hash", None)
+            p.source.save()
+        self._changed = True
+
+    # --- removal, failure, finish ---------------------------------------------------
+    def _remove_vanished(self, pattern: str, seen: set[str]) -> None:
+        vanished = Source.objects.filter(
+            collection=self.collection, origin_pattern=pattern
+        ).exclude(location__in=seen)
+        for source in vanished:
+            self.report.sources.append(
+                SourceOutcome(
+                    location=source.location,
+                    status="removed",
+                    reason=f"no longer matched by {pattern}",
+                    kind=source.kind,
+                    source_id=source.pk,
+                )
+            )
+            self.manifest.forget(source.location)
+            source.delete()
+            self._changed = True
+
+    def _forget_chunks(self, source: Source) -> None:
+        deleted, _ = Chunk.objects.filter(source=source).delete()
+        if deleted:
+            self._changed = True
+        Source.objects.filter(pk=source.pk).update(chunk_count=0)
+
+    def _fail(self, source: Source | None, outcome: SourceOutcome, reason: str) -> None:
+        outcome.status = "failed"
+        outcome.reason = reason
+        if source is not None and source.pk:
+            # Chunks of an earlier good version stay searchable; the error is shown.
+            Source.objects.filter(pk=source.pk).update(
+                status=Source.Status.FAILED if not source.chunk_count else Source.Status.READY,
+                error=reason,
+            )
+        self._notify(f"failed {outcome.location}")
+
+    def _finish(self) -> None:
+        manifest_save(collection=self.collection, manifest=self.manifest)
+        update: dict[str, Any] = {}
+        if self.collection.embedding_profile != self.profile and (
+            self._changed or not self.collection.embedding_model
+        ):
+            update.update(
+                embedding_provider=self.profile["provider"],
+                embedding_model=self.profile["model"],
+                embedding_dimensions=self.profile["dimensions"],
+            )
+        if self.chunking and self.chunking != self.collection.chunking_strategy:
+            update["chunking_strategy"] = self.chunking
+        if self._changed:
+            self.collection.index_version += 1
+            update["index_version"] = self.collection.index_version
+        if update:
+            for key, value in update.items():
+                setattr(self.collection, key, value)
+            self.collection.save(update_fields=[*update, "updated_at"])
+        if self._changed or self.reindex:
+            vector_index_ensure(
+                collection_id=self.collection.pk, dimensions=int(self.profile["dimensions"])
+            )
+            collection_term_stats_refresh(collection=self.collection)
+        self.report.index_version = self.collection.index_version
+
+    # --- helpers ------------------------------------------------------------------------
+    def _stage(self, name: str) -> _StageTimer:
+        return _StageTimer(self.report.stage_seconds, name)
+
+    def _notify(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress(self.report, message)
+
+
+class _StageTimer:
+    def __init__(self, totals: dict[str, float], name: str):
+        self.totals, self.name = totals, name
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.totals[self.name] = (
+            self.totals.get(self.name, 0.0) + time.perf_counter() - self.started
+        )
+
+
+def document_from_source(source: Source) -> LoadedDocument:
+    """Rebuild the LoadedDocument stored on a source (for quarantine approval)."""
+    pages = [PageSpan(n, s, e, bool(t)) for n, s, e, t in source.metadata.get("pages", [])]
+    meta = {
+        k: v for k, v in source.metadata.items() if k not in {"pages", "warnings", "pending_hash"}
+    }
+    return LoadedDocument(
+        text=source.text,
+        kind=source.kind,
+        mime=source.mime,
+        title=source.title,
+        metadata=meta,
+        pages=pages,
+    )
