@@ -26,18 +26,16 @@ def media_root(settings, tmp_path):
 
 
 @pytest.fixture
-def run_jobs_inline(django_capture_on_commit_callbacks):
-    """Run Celery tasks in-process when their transaction commits.
+def celery_eager():
+    """Run Celery tasks in-process.
 
-    For tests about what a job *does*; tests about the worker itself start a
-    real Celery worker instead (tests/ingestion/test_cli.py).
+    For tests about what a job *does*. Jobs are enqueued on commit, so wrap the
+    request in ``django_capture_on_commit_callbacks(execute=True)``. Tests about
+    the worker itself start a real Celery worker (tests/ingestion/test_cli.py).
     """
     from ragsite.celery import app
 
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = True
-    try:
-        with django_capture_on_commit_callbacks(execute=True) as callbacks:
-            yield callbacks
-    finally:
-        app.conf.task_always_eager = previous
+    yield app
+    app.conf.task_always_eager = previous
