@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -92,6 +93,12 @@ def collection_delete(*, collection: Collection) -> None:
     vector_index_drop(collection_id=collection_id)
 
 
+def collection_index_bump(*, collection_id: int) -> int:
+    """Bump the collection's index version (caches key on it); return the new value."""
+    Collection.objects.filter(pk=collection_id).update(index_version=F("index_version") + 1)
+    return Collection.objects.values_list("index_version", flat=True).get(pk=collection_id)
+
+
 def membership_set(*, collection: Collection, user: AbstractBaseUser, role: str | None) -> None:
     """Give ``user`` a role on the collection, or remove it (role None)."""
     if role is None:
@@ -136,7 +143,7 @@ def source_remove(*, source: Source) -> None:
         source.file.delete(save=False)
     source.delete()
     manifest_save(collection=collection, manifest=manifest)
-    Collection.objects.filter(pk=collection.pk).update(index_version=collection.index_version + 1)
+    collection_index_bump(collection_id=collection.pk)
     from collections_app.keyword_stats import collection_term_stats_refresh
 
     collection_term_stats_refresh(collection=collection)

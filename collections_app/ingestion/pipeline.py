@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from collections_app.embedding import Embedder, get_embedder
@@ -422,12 +423,12 @@ class IngestionRun:
         if self.chunking and self.chunking != self.collection.chunking_strategy:
             update["chunking_strategy"] = self.chunking
         if self._changed:
-            self.collection.index_version += 1
-            update["index_version"] = self.collection.index_version
+            update["index_version"] = F("index_version") + 1
         if update:
             for key, value in update.items():
                 setattr(self.collection, key, value)
             self.collection.save(update_fields=[*update, "updated_at"])
+            self.collection.refresh_from_db(fields=["index_version"])
         if self._changed or self.reindex:
             vector_index_ensure(
                 collection_id=self.collection.pk, dimensions=int(self.profile["dimensions"])
