@@ -1,0 +1,253 @@
+"""Reading sources: server paths (with globs) and web pages by URL.
+
+The URL fetcher is an SSRF guard as much as a client: it resolves the host itself,
+refuses private, loopback, link-local (cloud metadata at 169.254.169.254), multicast,
+reserved and unspecified addresses, then connects to exactly the address it checked
+(so a DNS answer that changes between check and connect cannot slip through), follows
+redirects by hand re-checking every hop, and bounds time and size.
+"""
+
+from __future__ import annotations
+
+import glob
+import ipaddress
+import os
+import socket
+import time
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
+
+import httpx
+
+from .limits import IngestionLimits
+from .loaders.base import format_bytes
+from .types import (
+    RawSource,
+    SourceLoadError,
+    SourceTooLarge,
+    UrlFetchError,
+    UrlRefused,
+)
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_GLOB_CHARS = ("*", "?")
+_REDIRECT_STATUSES = {301, 302, 303, 307, 308}
+_USER_AGENT = "ragsite-ingest/1.0"
+
+
+def is_url(location: str) -> bool:
+    """``scheme://...`` locations are URLs; everything else is a server path."""
+    scheme, sep, _rest = location.partition("://")
+    return bool(sep) and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def read_path(path: Path, *, limits: IngestionLimits) -> RawSource:
+    """Read a file from the server's disk, refusing it by size before reading a byte."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise SourceLoadError(f"file not found: {path}") from None
+    except OSError as exc:
+        raise SourceLoadError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if path.is_dir():
+        raise SourceLoadError(f"{path} is a directory, not a file")
+    if info.st_size > limits.max_file_bytes:
+        raise SourceTooLarge(
+            f"the file is {format_bytes(info.st_size)}; "
+            f"the limit is {format_bytes(limits.max_file_bytes)}"
+        )
+    try:
+        with path.open("rb") as handle:
+            # Bounded even if the file grows after stat().
+            data = handle.read(limits.max_file_bytes + 1)
+    except OSError as exc:
+        raise SourceLoadError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > limits.max_file_bytes:
+        raise SourceTooLarge(f"the file is larger than {format_bytes(limits.max_file_bytes)}")
+    return RawSource(location=str(path), origin="path", data=data, filename=path.name)
+
+
+def expand_locations(patterns: list[str], *, base_dir: Path | None = None) -> list[tuple[str, str]]:
+    """Expand locations into ``(location, origin_pattern)`` pairs, in a stable order.
+
+    A URL passes through. A path with ``*``, ``**`` or ``?``, or a directory (read as
+    ``dir/**/*``), becomes the files it matches, sorted, each carrying the absolute
+    pattern it came from, so that a file later missing from the same pattern can be
+    recognised as removed. A single file carries ``""``. A pattern that matches nothing
+    yields nothing: the caller reports it. Hidden files are skipped by the globs.
+    """
+    base = base_dir or Path.cwd()
+    seen: set[str] = set()
+    expanded: list[tuple[str, str]] = []
+
+    def add(location: str, origin: str) -> None:
+        if location not in seen:
+            seen.add(location)
+            expanded.append((location, origin))
+
+    for pattern in patterns:
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        if is_url(pattern):
+            add(pattern, "")
+            continue
+        absolute = os.path.abspath(base / Path(pattern).expanduser())
+        if any(char in pattern for char in _GLOB_CHARS):
+            matches = glob.glob(absolute, recursive=True)
+            for match in sorted(m for m in matches if os.path.isfile(m)):
+                add(match, absolute)
+        elif os.path.isdir(absolute):
+            matches = glob.glob(os.path.join(absolute, "**", "*"), recursive=True)
+            for match in sorted(m for m in matches if os.path.isfile(m)):
+                add(match, absolute)
+        else:
+            add(absolute, "")
+    return expanded
+
+
+def address_refusal(address: IpAddress) -> str | None:
+    """Why fetching from ``address`` is refused (e.g. ``"loopback"``), or None if public."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    checks = (
+        ("unspecified", address.is_unspecified),
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("private", address.is_private),
+        ("reserved", address.is_reserved),
+        ("not publicly routable", not address.is_global),
+    )
+    return next((label for label, hit in checks if hit), None)
+
+
+def resolve_host(host: str, port: int) -> list[IpAddress]:
+    """All addresses ``host`` resolves to (an IP literal resolves to itself)."""
+    try:
+        return [ipaddress.ip_address(host.strip("[]").split("%", 1)[0])]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise UrlFetchError(f"could not resolve host {host}: {exc}") from exc
+    addresses: list[IpAddress] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if address not in addresses:
+            addresses.append(address)
+    if not addresses:
+        raise UrlFetchError(f"could not resolve host {host}")
+    return addresses
+
+
+def _pinned(url: httpx.URL, limits: IngestionLimits) -> tuple[httpx.URL, str, str]:
+    """Check ``url`` and return (URL with the checked IP as host, Host header, TLS name)."""
+    if url.scheme not in {"http", "https"}:
+        raise UrlRefused(f"only http and https URLs are fetched, not {url.scheme or 'no'} URLs")
+    host = url.raw_host.decode("ascii")
+    if not host:
+        raise UrlRefused(f"the URL {url} has no host")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    addresses = resolve_host(host, port)
+    if not limits.allow_private_urls:
+        # Every address must be public: an attacker's DNS may mix a private one in.
+        for address in addresses:
+            reason = address_refusal(address)
+            if reason:
+                raise UrlRefused(
+                    f"{url.host} resolves to {address}, a {reason} address; "
+                    "fetching it is not allowed (set RAG_ALLOW_PRIVATE_URLS to allow)"
+                )
+    host_header = url.netloc.decode("ascii").rpartition("@")[2]
+    return url.copy_with(host=str(addresses[0])), host_header, host
+
+
+def fetch_url(url: str, *, limits: IngestionLimits) -> RawSource:
+    """Fetch a web page within the limits; see the module docstring for the guards.
+
+    Raises :class:`UrlRefused` (scheme, private address, too many redirects),
+    :class:`UrlFetchError` (timeout, HTTP error, connection failure) and
+    :class:`SourceTooLarge` (body over ``limits.url_max_bytes``).
+    """
+    try:
+        current = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise UrlRefused(f"not a valid URL: {exc}") from exc
+    deadline = time.monotonic() + limits.url_timeout_s
+    with httpx.Client(trust_env=False, follow_redirects=False) as client:
+        for _hop in range(limits.url_max_redirects + 1):
+            target, host_header, server_name = _pinned(current, limits)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _timed_out(limits)
+            request = client.build_request(
+                "GET",
+                target,
+                headers={
+                    "Host": host_header,
+                    "User-Agent": _USER_AGENT,
+                    # Compressed bodies could inflate far past the size limit.
+                    "Accept-Encoding": "identity",
+                },
+                timeout=httpx.Timeout(remaining),
+                extensions={"sni_hostname": server_name},
+            )
+            try:
+                response = client.send(request, stream=True)
+            except httpx.TimeoutException as exc:
+                raise _timed_out(limits) from exc
+            except httpx.HTTPError as exc:
+                raise UrlFetchError(f"could not fetch {current}: {exc}") from exc
+            try:
+                location = response.headers.get("location")
+                if response.status_code in _REDIRECT_STATUSES and location:
+                    current = current.join(location)
+                    continue
+                if response.status_code >= 400:
+                    raise UrlFetchError(f"HTTP {response.status_code} {response.reason_phrase}")
+                data = _read_body(response, limits, deadline)
+            finally:
+                response.close()
+            return RawSource(
+                location=url,
+                origin="url",
+                data=data,
+                filename=PurePosixPath(unquote(current.path)).name,
+                final_url=str(current),
+                http_status=response.status_code,
+                declared_mime=response.headers.get("content-type", ""),
+            )
+    raise UrlRefused(f"too many redirects (more than {limits.url_max_redirects})")
+
+
+def _timed_out(limits: IngestionLimits) -> UrlFetchError:
+    return UrlFetchError(f"timed out after {limits.url_timeout_s:g} s")
+
+
+def _read_body(response: httpx.Response, limits: IngestionLimits, deadline: float) -> bytes:
+    """The body, streamed, stopping as soon as it passes the size or time limit."""
+    too_large = SourceTooLarge(
+        f"the response is larger than the limit of {format_bytes(limits.url_max_bytes)}"
+    )
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.url_max_bytes:
+        raise too_large
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        for chunk in response.iter_bytes():
+            total += len(chunk)
+            if total > limits.url_max_bytes:
+                raise too_large
+            # A server trickling bytes must not stretch the total time limit.
+            if time.monotonic() > deadline:
+                raise _timed_out(limits)
+            chunks.append(chunk)
+    except httpx.TimeoutException as exc:
+        raise _timed_out(limits) from exc
+    except httpx.HTTPError as exc:
+        raise UrlFetchError(f"the download failed: {exc}") from exc
+    return b"".join(chunks)

@@ -1,0 +1,82 @@
+"""Loaders: one per source kind, chosen by content (see :mod:`..detect`).
+
+``load_document`` is the load stage of ingestion: bytes in, normalised
+Markdown-flavoured text out (:class:`~collections_app.ingestion.types.LoadedDocument`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from ..detect import detect_kind
+from ..limits import IngestionLimits
+from ..types import (
+    IngestionError,
+    LoadedDocument,
+    RawSource,
+    SourceLoadError,
+    SourceTooLarge,
+    UnsupportedSourceType,
+)
+from .base import format_bytes
+from .docx import load_docx
+from .html import load_html
+from .pdf import load_pdf
+from .text import load_csv, load_markdown, load_text
+
+logger = logging.getLogger(__name__)
+
+Loader = Callable[..., LoadedDocument]
+"""``loader(raw, *, limits) -> LoadedDocument``."""
+
+LOADERS: dict[str, Loader] = {
+    "text": load_text,
+    "markdown": load_markdown,
+    "csv": load_csv,
+    "html": load_html,
+    "pdf": load_pdf,
+    "docx": load_docx,
+}
+
+
+def get_loader(kind: str) -> Loader:
+    """The loader registered for ``kind``; an unknown kind raises, listing the known ones."""
+    try:
+        return LOADERS[kind]
+    except KeyError:
+        known = ", ".join(sorted(LOADERS))
+        raise UnsupportedSourceType(f"no loader for {kind!r}; known: {known}") from None
+
+
+def load_document(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
+    """Load stage: detect the kind of ``raw`` by its content and turn it into text.
+
+    Raises :class:`SourceTooLarge` for input over ``limits.max_file_bytes`` (and the
+    loaders' own page/decompression limits), :class:`SourceLoadError` for empty, corrupt,
+    encrypted or wrongly encoded input, :class:`UnsupportedSourceType` for binary content
+    no loader reads. An extraction that yields no text is returned as is: the validator
+    reports it.
+    """
+    size = len(raw.data)
+    if size > limits.max_file_bytes:
+        raise SourceTooLarge(
+            f"the file is {format_bytes(size)}; the limit is {format_bytes(limits.max_file_bytes)}"
+        )
+    if size == 0:
+        raise SourceLoadError("the file is empty")
+    kind = detect_kind(raw)
+    loader = get_loader(kind)
+    try:
+        return loader(raw, limits=limits)
+    except IngestionError:
+        raise
+    except RecursionError as exc:
+        raise SourceLoadError(f"the {kind} file is nested too deeply to read") from exc
+    except Exception as exc:
+        # A parser failing in a way nobody anticipated is still bad input, not a crash.
+        logger.exception("loading %s as %s failed", raw.location, kind)
+        raise SourceLoadError(f"the {kind} file could not be read: {exc}") from exc
+
+
+__all__ = ["LOADERS", "Loader", "get_loader", "load_document"]

@@ -1,0 +1,80 @@
+"""Helpers shared by the loaders: decoding, newline normalisation, sizes."""
+
+from __future__ import annotations
+
+import codecs
+import datetime as dt
+import re
+from typing import Any
+
+from ..detect import bom_encoding
+from ..types import RawSource, SourceLoadError
+
+_CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.I)
+_NEWLINES = re.compile(r"\r\n?|\u2028|\u2029")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def format_bytes(size: int) -> str:
+    """``52428800`` → ``"50.0 MiB"``: sizes in messages people read."""
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"  # pragma: no cover - the loop always returns
+
+
+def normalise_newlines(text: str) -> str:
+    return _NEWLINES.sub("\n", text)
+
+
+def squeeze_blank_lines(text: str) -> str:
+    """At most one blank line between blocks, none at either end."""
+    return _BLANK_RUNS.sub("\n\n", text).strip("\n")
+
+
+def declared_charset(raw: RawSource) -> str | None:
+    """The charset a web server declared in its Content-Type, if it names a known codec."""
+    match = _CHARSET.search(raw.declared_mime)
+    if not match:
+        return None
+    try:
+        return codecs.lookup(match.group(1)).name
+    except LookupError:
+        return None
+
+
+def decode_text(raw: RawSource) -> str:
+    """Decode a text source: BOM first, then a server-declared charset, else strict UTF-8.
+
+    Guessing an encoding silently turns bytes into wrong text that is then indexed and
+    cited; a clear error naming the offending byte lets the owner fix the file instead.
+    """
+    data = raw.data
+    encoding = bom_encoding(data) or declared_charset(raw) or "utf-8"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 1].hex()
+        label = "UTF-8" if encoding == "utf-8" else encoding
+        raise SourceLoadError(
+            f"the file is not valid {label}: byte 0x{bad} at offset {exc.start} cannot be "
+            f"decoded ({exc.reason}); save it as UTF-8"
+        ) from exc
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return normalise_newlines(text)
+
+
+def jsonable(value: Any) -> Any:
+    """Metadata is stored as JSON: dates become ISO strings, unknown objects strings."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [jsonable(v) for v in value]
+    return str(value)
