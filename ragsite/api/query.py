@@ -1,0 +1,190 @@
+"""Ask a collection (answer or retrieval only) and reopen stored query runs."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from query_app.models import QueryRun
+from query_app.selectors import query_run_get_for_user, query_runs_for_user
+from query_app.services import query_answer
+from ragsite.api.access import collection_for
+from ragsite.api.errors import TranslatedErrorsMixin
+
+TAG = ["query"]
+
+
+class QueryRequestSerializer(serializers.Serializer):
+    # Emptiness and the length limit are checked by the answering service, so
+    # the API, the CLI and the browser give the same message.
+    question = serializers.CharField(
+        allow_blank=True,
+        trim_whitespace=False,
+        error_messages={"required": "send a question"},
+    )
+    profile = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="fast (default), balanced, ..."
+    )
+    top_n = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="How many passages to cite."
+    )
+    overrides = serializers.DictField(
+        required=False,
+        default=dict,
+        help_text='Per-request options, nested or dotted: {"retrieval.mode": "hybrid"}.',
+    )
+    allow_fallback = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="When the chat model fails, answer extractively (with a trace warning) "
+        "instead of failing with 502.",
+    )
+
+
+class CitationSerializer(serializers.Serializer):
+    marker = serializers.IntegerField()
+    chunk_id = serializers.CharField()
+    source = serializers.CharField(help_text="The source's location (path, URL or upload:name).")
+    source_id = serializers.IntegerField()
+    title = serializers.CharField()
+    snippet = serializers.CharField()
+    score = serializers.FloatField()
+    char_start = serializers.IntegerField()
+    char_end = serializers.IntegerField()
+    page = serializers.IntegerField(allow_null=True)
+    section_path = serializers.ListField(child=serializers.CharField())
+    cited = serializers.BooleanField(help_text="Whether the answer carries this marker.")
+
+
+class TraceStepSerializer(serializers.Serializer):
+    stage = serializers.CharField()
+    duration_ms = serializers.FloatField()
+    skipped = serializers.BooleanField()
+    details = serializers.DictField()
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class QueryRunSerializer(serializers.Serializer):
+    """Documents ``QueryRun.as_payload()``, the shape the API, CLI and browser share."""
+
+    id = serializers.IntegerField(allow_null=True)
+    collection = serializers.CharField()
+    question = serializers.CharField()
+    profile = serializers.CharField()
+    answer = serializers.CharField()
+    mode = serializers.ChoiceField(choices=QueryRun.Mode.choices)
+    mode_label = serializers.CharField()
+    citations = CitationSerializer(many=True)
+    trace = TraceStepSerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    groundedness = serializers.DictField(allow_null=True)
+    timings = serializers.DictField()
+    retrieval_only = serializers.BooleanField()
+    model_calls = serializers.IntegerField()
+    index_version = serializers.IntegerField()
+    options = serializers.DictField()
+    error = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+
+
+class QueryRunSummarySerializer(serializers.ModelSerializer):
+    collection = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = QueryRun
+        fields = [
+            "id",
+            "collection",
+            "question",
+            "profile",
+            "mode",
+            "answer",
+            "retrieval_only",
+            "total_ms",
+            "error",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class _AskView(TranslatedErrorsMixin, APIView):
+    retrieval_only = False
+
+    def post(self, request: Request, slug: str) -> Response:
+        # Permission first: a collection the caller cannot read is a 404
+        # whatever the body says.
+        collection = collection_for(request, slug)
+        params = QueryRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        run = query_answer(
+            user=request.user,
+            collection=collection,
+            question=data["question"],
+            profile=data["profile"] or None,
+            top_n=data["top_n"],
+            overrides=data["overrides"],
+            allow_fallback=data["allow_fallback"],
+            retrieval_only=self.retrieval_only,
+        )
+        return Response(run.as_payload())
+
+
+ASK_ERRORS = (
+    "400: empty or over-long question, unknown profile/reranker/option (the message lists "
+    "the known names), top_n out of range, a profile needing a model that is not configured "
+    "(the message names the setting). 404: no such collection or no read access. 502: the "
+    "chat model failed and allow_fallback was false."
+)
+
+
+@extend_schema(
+    tags=TAG,
+    request=QueryRequestSerializer,
+    responses=QueryRunSerializer,
+    summary="Answer a question with cited passages",
+    description="Runs every stage, stores the run and returns it. " + ASK_ERRORS,
+)
+class QueryView(_AskView):
+    """Answer a question from a collection; the stored run is returned."""
+
+
+@extend_schema(
+    tags=TAG,
+    request=QueryRequestSerializer,
+    responses=QueryRunSerializer,
+    summary="Retrieve passages without generating an answer",
+    description="Runs stages 1-5 only (the trace says generation was skipped). " + ASK_ERRORS,
+)
+class RetrieveView(_AskView):
+    """Retrieval only: the passages the answer would cite, without generation."""
+
+    retrieval_only = True
+
+
+@extend_schema(
+    tags=TAG,
+    parameters=[OpenApiParameter("collection", str, description="Only runs of this collection.")],
+)
+class QueryRunListView(TranslatedErrorsMixin, generics.ListAPIView):
+    """The caller's own query runs, newest first."""
+
+    serializer_class = QueryRunSummarySerializer
+
+    def get_queryset(self) -> QuerySet[QueryRun]:
+        slug = self.request.query_params.get("collection")
+        collection = collection_for(self.request, slug) if slug else None
+        return query_runs_for_user(self.request.user, collection=collection)
+
+
+@extend_schema(tags=TAG)
+class QueryRunDetailView(TranslatedErrorsMixin, APIView):
+    """One stored run (visible to whoever can read its collection)."""
+
+    @extend_schema(responses=QueryRunSerializer, summary="Retrieve a query run")
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(query_run_get_for_user(request.user, run_id=pk).as_payload())

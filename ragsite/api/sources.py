@@ -1,0 +1,234 @@
+"""Sources of a collection (upload, add by URL or path, re-ingest, delete) and ingestion jobs."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, parsers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from collections_app.models import IngestionJob, Source
+from collections_app.services import source_remove
+from collections_app.web_services import Intake, source_reingest, uploads_accept, urls_accept
+from ragsite.api.access import IDEMPOTENCY_HEADER, collection_for, object_or_404, request_key
+from ragsite.api.errors import TranslatedErrorsMixin
+from ragsite.api.serializers import (
+    ChunkSerializer,
+    IngestionJobSerializer,
+    JobStartedSerializer,
+    LocationsSerializer,
+    RefusedFileSerializer,
+    SourceDetailSerializer,
+    SourceSerializer,
+    UploadResultSerializer,
+    UploadSerializer,
+)
+
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    IDEMPOTENCY_HEADER,
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description=(
+        "Any unique string (at most 64 characters). Retrying a request with the same key "
+        "within 10 minutes returns the first request's job instead of starting another."
+    ),
+)
+SOURCES = ["sources"]
+JOBS = ["ingestion jobs"]
+
+
+def _check_locations(request: Request, locations: list[str]) -> None:
+    """URLs need the write role (checked by the caller); server paths need a staff user."""
+    unsupported = [loc for loc in locations if "://" in loc and not _is_web_url(loc)]
+    if unsupported:
+        raise ValidationError(
+            {"locations": [f"only http and https URLs are supported: {', '.join(unsupported)}"]}
+        )
+    paths = [loc for loc in locations if not _is_web_url(loc)]
+    if paths and not request.user.is_staff:
+        raise PermissionDenied(
+            "server paths, directories and globs can only be added by staff users; "
+            f"upload the files instead: {', '.join(paths[:5])}"
+        )
+
+
+def _is_web_url(location: str) -> bool:
+    return location.lower().startswith(("http://", "https://"))
+
+
+def _job_started(intake: Intake) -> Response:
+    data = {"job": IngestionJobSerializer(intake.job).data, "created": intake.created}
+    return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+def _job_sources(job: IngestionJob | None) -> list[Source]:
+    if job is None:
+        return []
+    ids = (job.request or {}).get("source_ids", [])
+    return list(Source.objects.filter(collection_id=job.collection_id, pk__in=ids))
+
+
+@extend_schema(tags=SOURCES)
+class SourceListView(TranslatedErrorsMixin, generics.ListAPIView):
+    """A collection's sources with status, kind, size, chunk count, hash and error."""
+
+    serializer_class = SourceSerializer
+
+    def get_queryset(self) -> QuerySet[Source]:
+        collection = collection_for(self.request, self.kwargs["slug"])
+        return collection.sources.order_by("location", "pk")
+
+
+@extend_schema(tags=SOURCES)
+class SourceUploadView(TranslatedErrorsMixin, APIView):
+    """Upload one or many files; they are stored and ONE ingestion job starts (write role)."""
+
+    parser_classes = [parsers.MultiPartParser, parsers.FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": UploadSerializer},
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={202: UploadResultSerializer, 400: UploadResultSerializer},
+        summary="Upload files and start an ingestion job",
+        description=(
+            "Files over the upload limit are refused, each with its reason, while the "
+            "others are stored and ingested. When no file is accepted the answer is 400."
+        ),
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        collection = collection_for(request, slug, role="write")
+        key = request_key(request)
+        params = UploadSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        intake = uploads_accept(
+            collection=collection,
+            files=params.validated_data["files"],
+            user=request.user,
+            chunking=params.validated_data["chunking"] or None,
+            request_key=key,
+        )
+        data = {
+            "job": IngestionJobSerializer(intake.job).data if intake.job else None,
+            "sources": SourceSerializer(_job_sources(intake.job), many=True).data,
+            "refused": RefusedFileSerializer(intake.refused, many=True).data,
+            "replayed": intake.repeated,
+        }
+        if intake.job is None:
+            reasons = "; ".join(r.reason for r in intake.refused)
+            return Response(
+                {"detail": f"no file was accepted: {reasons}", **data},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(tags=SOURCES)
+class SourceLocationsView(TranslatedErrorsMixin, APIView):
+    """Add web pages by URL (write role) or server paths and globs (staff) via one job."""
+
+    @extend_schema(
+        request=LocationsSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={202: JobStartedSerializer},
+        summary="Add URLs or server paths and start an ingestion job",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        collection = collection_for(request, slug, role="write")
+        key = request_key(request)
+        params = LocationsSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        locations = params.validated_data["locations"]
+        _check_locations(request, locations)
+        intake = urls_accept(
+            collection=collection,
+            urls=locations,
+            user=request.user,
+            chunking=params.validated_data["chunking"] or None,
+            request_key=key,
+        )
+        return _job_started(intake)
+
+
+@extend_schema(tags=SOURCES)
+class SourceDetailView(TranslatedErrorsMixin, APIView):
+    """One source with a page of its chunks (``?limit=&offset=``); delete it (write role)."""
+
+    @extend_schema(
+        responses=SourceDetailSerializer,
+        parameters=[
+            OpenApiParameter("limit", int, description="Chunks per page."),
+            OpenApiParameter("offset", int, description="First chunk of the page."),
+        ],
+        summary="Retrieve a source with its chunks",
+    )
+    def get(self, request: Request, slug: str, pk: int) -> Response:
+        collection = collection_for(request, slug)
+        source = object_or_404(collection.sources, pk=pk, what="source", collection=collection)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(source.chunks.order_by("ordinal"), request, view=self)
+        data = dict(SourceSerializer(source).data)
+        data["chunks"] = {
+            "count": paginator.count,
+            "next": paginator.get_next_link(),
+            "previous": paginator.get_previous_link(),
+            "results": ChunkSerializer(page, many=True).data,
+        }
+        return Response(data)
+
+    @extend_schema(responses={204: None}, summary="Delete a source and its chunks")
+    def delete(self, request: Request, slug: str, pk: int) -> Response:
+        collection = collection_for(request, slug, role="write")
+        source = object_or_404(collection.sources, pk=pk, what="source", collection=collection)
+        source_remove(source=source)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(tags=SOURCES)
+class SourceReingestView(TranslatedErrorsMixin, APIView):
+    """Read one source again and ingest it if it changed (write role)."""
+
+    @extend_schema(
+        request=None,
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={202: JobStartedSerializer},
+        summary="Re-ingest one source",
+    )
+    def post(self, request: Request, slug: str, pk: int) -> Response:
+        collection = collection_for(request, slug, role="write")
+        key = request_key(request)
+        source = object_or_404(collection.sources, pk=pk, what="source", collection=collection)
+        return _job_started(source_reingest(source=source, user=request.user, request_key=key))
+
+
+@extend_schema(tags=JOBS)
+class JobListView(TranslatedErrorsMixin, generics.ListAPIView):
+    """A collection's ingestion jobs, newest first."""
+
+    serializer_class = IngestionJobSerializer
+
+    def get_queryset(self) -> QuerySet[IngestionJob]:
+        collection = collection_for(self.request, self.kwargs["slug"])
+        return collection.jobs.select_related("collection", "created_by").order_by(
+            "-created_at", "-pk"
+        )
+
+
+@extend_schema(tags=JOBS)
+class JobDetailView(TranslatedErrorsMixin, APIView):
+    """One job's status, progress counts, percent, current step, report and error."""
+
+    @extend_schema(responses=IngestionJobSerializer, summary="Retrieve an ingestion job")
+    def get(self, request: Request, slug: str, pk: int) -> Response:
+        collection = collection_for(request, slug)
+        job = object_or_404(
+            collection.jobs.select_related("collection", "created_by"),
+            pk=pk,
+            what="ingestion job",
+            collection=collection,
+        )
+        return Response(IngestionJobSerializer(job).data)

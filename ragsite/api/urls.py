@@ -1,0 +1,72 @@
+"""Routes of the REST API (mounted under ``/api/``), its OpenAPI schema and docs."""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from ragsite.api import collections, quarantine, query, sources
+from ragsite.api.auth import TokenView
+
+app_name = "api"
+
+COLLECTION = "collections/<slug:slug>"
+
+urlpatterns = [
+    path("auth/token", TokenView.as_view(), name="token"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    # collections and members
+    path("collections", collections.CollectionListView.as_view(), name="collections"),
+    path(COLLECTION, collections.CollectionDetailView.as_view(), name="collection"),
+    path(f"{COLLECTION}/members", collections.MemberListView.as_view(), name="members"),
+    path(
+        f"{COLLECTION}/members/<str:username>",
+        collections.MemberDetailView.as_view(),
+        name="member",
+    ),
+    # sources and ingestion jobs
+    path(f"{COLLECTION}/sources", sources.SourceListView.as_view(), name="sources"),
+    path(f"{COLLECTION}/sources/upload", sources.SourceUploadView.as_view(), name="upload"),
+    path(
+        f"{COLLECTION}/sources/locations",
+        sources.SourceLocationsView.as_view(),
+        name="locations",
+    ),
+    path(f"{COLLECTION}/sources/<int:pk>", sources.SourceDetailView.as_view(), name="source"),
+    path(
+        f"{COLLECTION}/sources/<int:pk>/reingest",
+        sources.SourceReingestView.as_view(),
+        name="reingest",
+    ),
+    path(f"{COLLECTION}/jobs", sources.JobListView.as_view(), name="jobs"),
+    path(f"{COLLECTION}/jobs/<int:pk>", sources.JobDetailView.as_view(), name="job"),
+    # quarantine
+    path(f"{COLLECTION}/quarantine", quarantine.QuarantineListView.as_view(), name="quarantine"),
+    path(
+        f"{COLLECTION}/quarantine/bulk",
+        quarantine.QuarantineBulkView.as_view(),
+        name="quarantine-bulk",
+    ),
+    path(
+        f"{COLLECTION}/quarantine/<int:pk>",
+        quarantine.QuarantineDetailView.as_view(),
+        name="quarantine-item",
+    ),
+    path(
+        f"{COLLECTION}/quarantine/<int:pk>/approve",
+        quarantine.QuarantineApproveView.as_view(),
+        name="quarantine-approve",
+    ),
+    path(
+        f"{COLLECTION}/quarantine/<int:pk>/reject",
+        quarantine.QuarantineRejectView.as_view(),
+        name="quarantine-reject",
+    ),
+    # answering
+    path(f"{COLLECTION}/query", query.QueryView.as_view(), name="query"),
+    path(f"{COLLECTION}/retrieve", query.RetrieveView.as_view(), name="retrieve"),
+    path("query-runs", query.QueryRunListView.as_view(), name="query-runs"),
+    path("query-runs/<int:pk>", query.QueryRunDetailView.as_view(), name="query-run"),
+]
