@@ -2,9 +2,14 @@
 
 pgvector's HNSW needs a fixed dimension, and collections may use embedding
 models of different sizes. Each collection therefore gets a partial expression
-index ``(embedding::vector(d)) vector_cosine_ops WHERE collection_id = <id>``;
-vector search casts the same way and filters on the same collection id, so the
-planner uses that collection's index and never scans the table.
+index ``(embedding::vector(d)) vector_cosine_ops`` whose predicate is
+:func:`vector_index_predicate` (the collection id *and* the vector size). Vector
+search casts the same way and filters with the same predicate, so the planner
+uses that collection's index and never scans the table.
+
+The size check in the predicate matters: after a collection is re-embedded
+with a model of another size, old row versions stay in the heap until vacuum,
+and CREATE INDEX reads those too; without the check their cast would fail.
 """
 
 from __future__ import annotations
@@ -12,31 +17,53 @@ from __future__ import annotations
 from django.db import connection
 
 
-def vector_index_name(collection_id: int) -> str:
-    return f"chunk_hnsw_c{int(collection_id)}"
+def vector_index_name(collection_id: int, dimensions: int | None = None) -> str:
+    """The index name; without ``dimensions``, the common prefix of all its sizes."""
+    base = f"chunk_hnsw_c{int(collection_id)}"
+    return base if dimensions is None else f"{base}_d{int(dimensions)}"
+
+
+def vector_index_predicate(*, collection_id: int, dimensions: int) -> str:
+    """The SQL condition a vector query must carry to use the collection's index."""
+    return f"collection_id = {int(collection_id)} AND vector_dims(embedding) = {int(dimensions)}"
+
+
+def vector_distance_sql(*, dimensions: int, placeholder: str = "%s") -> str:
+    """The cosine-distance expression the index orders by, against a bound vector."""
+    d = int(dimensions)
+    return f"(embedding::vector({d})) <=> {placeholder}::vector({d})"
 
 
 def vector_index_ensure(*, collection_id: int, dimensions: int) -> None:
-    """Create the collection's HNSW index for ``dimensions`` (drop one of another size)."""
-    name = vector_index_name(collection_id)
+    """Create the collection's HNSW index for ``dimensions``; drop its other sizes."""
+    name = vector_index_name(collection_id, dimensions)
     with connection.cursor() as cur:
-        cur.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-            [name],
-        )
-        row = cur.fetchone()
-        if row and f"vector({int(dimensions)})" in row[0]:
-            return
-        if row:
-            cur.execute(f'DROP INDEX IF EXISTS "{name}"')
+        # Inside a transaction that just wrote chunks, the deferred foreign-key
+        # checks must run before Postgres allows CREATE INDEX on the table.
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cur.execute(
             f'CREATE INDEX IF NOT EXISTS "{name}" ON collections_app_chunk '
             f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
             f"WITH (m = 16, ef_construction = 64) "
-            f"WHERE collection_id = {int(collection_id)}"
+            f"WHERE {vector_index_predicate(collection_id=collection_id, dimensions=dimensions)}"
         )
+        for other in _collection_indexes(cur, collection_id):
+            if other != name:
+                cur.execute(f'DROP INDEX IF EXISTS "{other}"')
 
 
 def vector_index_drop(*, collection_id: int) -> None:
+    """Drop every vector index of the collection."""
     with connection.cursor() as cur:
-        cur.execute(f'DROP INDEX IF EXISTS "{vector_index_name(collection_id)}"')
+        for name in _collection_indexes(cur, collection_id):
+            cur.execute(f'DROP INDEX IF EXISTS "{name}"')
+
+
+def _collection_indexes(cur, collection_id: int) -> list[str]:  # type: ignore[no-untyped-def]
+    prefix = vector_index_name(collection_id)
+    cur.execute(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'collections_app_chunk' "
+        "AND (indexname = %s OR indexname LIKE %s)",
+        [prefix, prefix.replace("_", r"\_") + r"\_d%"],
+    )
+    return [row[0] for row in cur.fetchall()]

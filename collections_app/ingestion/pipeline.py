@@ -38,7 +38,7 @@ from collections_app.ingestion.types import (
 from collections_app.ingestion.validators import validate_document
 from collections_app.keyword_stats import collection_term_stats_refresh
 from collections_app.models import Chunk, Collection, IngestionJob, Provenance, Source
-from collections_app.vector_index import vector_index_drop, vector_index_ensure
+from collections_app.vector_index import vector_index_ensure
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +85,12 @@ class IngestionRun:
         self.embedder: Embedder = get_embedder(self.collection.embedding_config)
         self._check_profile()
         name = self.chunking or self.collection.chunking_strategy
-        self.chunker = get_chunker(
-            name, options=self.collection.chunking_options, embedder=self.embedder
+        # The collection's options belong to its own strategy; another one
+        # named for this run starts from that strategy's defaults.
+        options = (
+            self.collection.chunking_options if name == self.collection.chunking_strategy else {}
         )
+        self.chunker = get_chunker(name, options=options, embedder=self.embedder)
         self.report.chunking = name
         self.fingerprint = self.chunker.settings_fingerprint()
         self.profile = self.embedder.profile.as_dict()
@@ -118,8 +121,6 @@ class IngestionRun:
         """Ingest every item, remove vanished sources, and return the report."""
         started = time.perf_counter()
         items = list(items)
-        if self.reindex:
-            self._prepare_reindex()
         for item in items:
             self._process(item)
             if sum(len(p.drafts) for p in self._pending) >= self.flush_chunks:
@@ -157,12 +158,6 @@ class IngestionRun:
         self._finish()
         self.report.total_seconds = time.perf_counter() - started
         return self.report
-
-    def _prepare_reindex(self) -> None:
-        recorded = self.collection.embedding_dimensions
-        if recorded and recorded != self.embedder.profile.dimensions:
-            # The old index casts to the old size; it is rebuilt after the rewrite.
-            vector_index_drop(collection_id=self.collection.pk)
 
     def _process(self, item: WorkItem) -> None:
         outcome = SourceOutcome(location=item.location, status="pending")
@@ -327,8 +322,11 @@ class IngestionRun:
         """
         chunks = [
             Chunk(
+                # Ids are per collection: two collections may hold the same file.
                 id=chunk_id(
-                    location=p.source.location, content_hash=p.content_hash, ordinal=d.ordinal
+                    location=f"{self.collection.pk}:{p.source.location}",
+                    content_hash=p.content_hash,
+                    ordinal=d.ordinal,
                 ),
                 collection=self.collection,
                 source=p.source,
@@ -430,11 +428,33 @@ class IngestionRun:
             self.collection.save(update_fields=[*update, "updated_at"])
             self.collection.refresh_from_db(fields=["index_version"])
         if self._changed or self.reindex:
+            self._drop_stale_dimensions()
             vector_index_ensure(
                 collection_id=self.collection.pk, dimensions=int(self.profile["dimensions"])
             )
             collection_term_stats_refresh(collection=self.collection)
         self.report.index_version = self.collection.index_version
+
+    def _drop_stale_dimensions(self) -> None:
+        """After a reindex to another size, chunks that could not be re-embedded must go.
+
+        Their vectors no longer fit the collection's index; their sources keep
+        the failure reason and can be ingested again.
+        """
+        dims = int(self.profile["dimensions"])
+        stale = Chunk.objects.filter(collection=self.collection).extra(
+            where=["vector_dims(embedding) <> %s"], params=[dims]
+        )
+        source_ids = set(stale.values_list("source_id", flat=True))
+        if source_ids:
+            stale.delete()
+            Source.objects.filter(pk__in=source_ids).update(
+                status=Source.Status.FAILED, chunk_count=0
+            )
+            self.report.warnings.append(
+                f"{len(source_ids)} source(s) could not be re-embedded with the new model and "
+                "were removed from the index until they are ingested again"
+            )
 
     # --- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> _StageTimer:
