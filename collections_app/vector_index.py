@@ -38,18 +38,33 @@ def vector_index_ensure(*, collection_id: int, dimensions: int) -> None:
     """Create the collection's HNSW index for ``dimensions``; drop its other sizes."""
     name = vector_index_name(collection_id, dimensions)
     with connection.cursor() as cur:
-        # Inside a transaction that just wrote chunks, the deferred foreign-key
-        # checks must run before Postgres allows CREATE INDEX on the table.
-        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        if connection.in_atomic_block:
+            # Inside a transaction that just wrote chunks, the deferred foreign-key
+            # checks must run before Postgres allows CREATE INDEX on the table.
+            cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            concurrently = ""
+        else:
+            # Build without blocking writes to the shared chunk table (other
+            # collections keep ingesting meanwhile).
+            concurrently = "CONCURRENTLY "
+        # An interrupted concurrent build leaves an invalid index behind, which
+        # IF NOT EXISTS would take for a finished one.
         cur.execute(
-            f'CREATE INDEX IF NOT EXISTS "{name}" ON collections_app_chunk '
+            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE c.relname = %s AND NOT i.indisvalid",
+            [name],
+        )
+        if cur.fetchone():
+            cur.execute(f'DROP INDEX IF EXISTS "{name}"')
+        cur.execute(
+            f'CREATE INDEX {concurrently}IF NOT EXISTS "{name}" ON collections_app_chunk '
             f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
             f"WITH (m = 16, ef_construction = 64) "
             f"WHERE {vector_index_predicate(collection_id=collection_id, dimensions=dimensions)}"
         )
         for other in _collection_indexes(cur, collection_id):
             if other != name:
-                cur.execute(f'DROP INDEX IF EXISTS "{other}"')
+                cur.execute(f'DROP INDEX {concurrently}IF EXISTS "{other}"')
 
 
 def vector_index_drop(*, collection_id: int) -> None:
