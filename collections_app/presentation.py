@@ -1,0 +1,54 @@
+"""What the collection pages show, prepared from rows: job panels, quarantine entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils.safestring import SafeString
+
+from collections_app.highlight import signal_windows, signals_with_offsets
+from collections_app.ingestion.limits import IngestionLimits
+from collections_app.ingestion.loaders.base import format_bytes
+from collections_app.models import IngestionJob, QuarantineItem
+from collections_app.web_selectors import JobRow, job_rows
+
+
+@dataclass
+class JobPanel:
+    """A job with the per-source rows of its progress panel."""
+
+    job: IngestionJob
+    rows: list[JobRow]
+
+
+def job_panel(job: IngestionJob) -> JobPanel:
+    return JobPanel(job=job, rows=job_rows(job))
+
+
+@dataclass
+class QueueEntry:
+    """A quarantine item with its signals marked in the held text."""
+
+    item: QuarantineItem
+    # Excerpts of the held text with every signal marked, when the source still
+    # holds the text the item was flagged for.
+    windows: list[SafeString]
+    # Signals that do not point into the visible text (hidden content).
+    unplaced: list[dict[str, object]]
+
+
+def quarantine_entry(item: QuarantineItem) -> QueueEntry:
+    source = item.source
+    same_text = item.content_hash in {
+        source.content_hash,
+        (source.metadata or {}).get("pending_hash"),
+    }
+    windows = signal_windows(source.text, item.signals) if same_text else []
+    placed = signals_with_offsets(item.signals) if windows else set()
+    unplaced = [s for i, s in enumerate(item.signals) if i not in placed]
+    return QueueEntry(item, windows, unplaced)
+
+
+def max_file_size() -> str:
+    """The largest accepted upload, for people: ``"50.0 MiB"``."""
+    return format_bytes(IngestionLimits.from_settings().max_file_bytes)

@@ -1,0 +1,399 @@
+"""Browser pages of the corpus: collections, members, uploads, jobs, sources, quarantine.
+
+Views parse the form, call one service or selector and render. A collection the
+user may not read is a 404 (its existence does not leak); a lacking role for an
+action is a message on the page, never an error page. Requests sent by htmx get
+the page's named partial instead of the whole page.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from collections_app.forms import (
+    CollectionForm,
+    MemberForm,
+    QuarantineDecisionForm,
+    UploadForm,
+    UrlForm,
+    new_request_key,
+)
+from collections_app.highlight import Span, text_view
+from collections_app.ingestion.types import IngestionError
+from collections_app.models import Collection, QuarantineItem
+from collections_app.presentation import job_panel, max_file_size, quarantine_entry
+from collections_app.selectors import (
+    CollectionNotFound,
+    collection_get_for_user,
+    user_can,
+    user_role,
+)
+from collections_app.services import (
+    CollectionExists,
+    collection_create,
+    collection_delete,
+    source_remove,
+)
+from collections_app.web_selectors import (
+    collection_jobs,
+    collection_overviews,
+    collection_sources,
+    quarantine_pending_count,
+    quarantine_queue,
+)
+from collections_app.web_services import (
+    Intake,
+    LastAdmin,
+    collection_update,
+    membership_change,
+    quarantine_decide,
+    source_reingest,
+    uploads_accept,
+    urls_accept,
+)
+
+ROLE_WORDS = {"read": "read", "write": "change", "admin": "administer"}
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _collection(request: HttpRequest, slug: str) -> Collection:
+    try:
+        return collection_get_for_user(request.user, slug=slug)
+    except CollectionNotFound:
+        raise Http404("No such collection") from None
+
+
+def _allowed(request: HttpRequest, collection: Collection, role: str) -> bool:
+    """Whether the user has ``role``; if not, say so in a message."""
+    if user_can(request.user, collection, role):
+        return True
+    messages.error(
+        request, f"You may not {ROLE_WORDS[role]} “{collection.name}”; ask one of its admins."
+    )
+    return False
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    return redirect("collections:list")
+
+
+@require_GET
+@login_required
+def collection_list(request: HttpRequest) -> HttpResponse:
+    collections = collection_overviews(request.user)
+    return render(request, "collections/list.html", {"collections": collections})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def collection_create_view(request: HttpRequest) -> HttpResponse:
+    form = CollectionForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            collection = collection_create(user=request.user, **form.cleaned_data)
+        except (CollectionExists, ValueError, IngestionError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Collection “{collection.name}” created. Add documents.")
+            return redirect("collections:detail", slug=collection.slug)
+    return render(request, "collections/form.html", {"form": form, "collection": None})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def collection_edit(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _collection(request, slug)
+    if not _allowed(request, collection, "admin"):
+        return redirect("collections:detail", slug=slug)
+    initial = {
+        "name": collection.name,
+        "description": collection.description,
+        "chunking_strategy": collection.chunking_strategy,
+    }
+    form = CollectionForm(request.POST or None, initial=initial, editing=True)
+    if request.method == "POST" and form.is_valid():
+        collection_update(collection=collection, **form.cleaned_data)
+        messages.success(request, "Collection saved.")
+        return redirect("collections:detail", slug=slug)
+    return render(request, "collections/form.html", {"form": form, "collection": collection})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def collection_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _collection(request, slug)
+    if not _allowed(request, collection, "admin"):
+        return redirect("collections:detail", slug=slug)
+    if request.method == "POST":
+        name = collection.name
+        collection_delete(collection=collection)
+        messages.success(request, f"Collection “{name}” and all its passages were deleted.")
+        return redirect("collections:list")
+    counts = {"sources": collection.sources.count(), "chunks": collection.chunks.count()}
+    return render(request, "collections/delete.html", {"collection": collection, **counts})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def collection_members(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _collection(request, slug)
+    if not _allowed(request, collection, "admin"):
+        return redirect("collections:detail", slug=slug)
+    form = MemberForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        member = form.cleaned_data["username"]
+        role = form.cleaned_data["role"] or None
+        try:
+            membership_change(collection=collection, user=member, role=role)
+        except LastAdmin as exc:
+            messages.error(request, str(exc))
+        else:
+            done = f"now has {role} access" if role else "no longer has access"
+            messages.success(request, f"{member.get_username()} {done}.")
+        return redirect("collections:members", slug=slug)
+    memberships = collection.memberships.select_related("user").order_by("user__username")
+    return render(
+        request,
+        "collections/members.html",
+        {"collection": collection, "memberships": memberships, "form": form},
+    )
+
+
+@require_GET
+@login_required
+def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _collection(request, slug)
+    sources = collection_sources(collection)
+    if is_htmx(request):
+        return render(
+            request,
+            "collections/detail.html#sources",
+            {"collection": collection, "sources": sources},
+        )
+    jobs = collection_jobs(collection)
+    shown = request.GET.get("job")
+    if shown and shown.isdigit():
+        chosen = collection.jobs.filter(pk=int(shown)).first()
+        if chosen is not None and chosen not in jobs:
+            jobs.insert(0, chosen)
+    key = new_request_key()
+    context = {
+        "collection": collection,
+        "role": user_role(request.user, collection),
+        "sources": sources,
+        "panels": [job_panel(job) for job in jobs[:3]],
+        "upload_form": UploadForm(initial={"request_key": key}),
+        "url_form": UrlForm(initial={"request_key": new_request_key()}),
+        "max_file_bytes": max_file_size(),
+    }
+    return render(request, "collections/detail.html", context)
+
+
+def _report_intake(request: HttpRequest, intake: Intake) -> None:
+    for refused in intake.refused:
+        messages.error(request, f"Not accepted: {refused.reason}")
+    if intake.repeated:
+        messages.info(request, "That form was already submitted; here is the job it started.")
+    elif intake.job is not None:
+        count = len(intake.accepted)
+        noun = "document" if count == 1 else "documents"
+        messages.success(
+            request, f"Ingesting {count} {noun} in the background (job {intake.job.pk})."
+        )
+
+
+def _after_intake(slug: str, intake: Intake) -> HttpResponse:
+    url = reverse("collections:detail", kwargs={"slug": slug})
+    if intake.job is not None:
+        url += f"?job={intake.job.pk}#jobs"
+    return redirect(url)
+
+
+@require_POST
+@login_required
+def collection_upload(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _collection(request, slug)
+    if not _allowed(request, collection, "write"):
+        return redirect("collections:detail", slug=slug)
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, f"Upload not started: {error}")
+        return redirect("collections:detail", slug=slug)
+    intake = uploads_accept(
+        collection=collection,
+        files=form.cleaned_data["files"],
+        user=request.user,
+        chunking=form.cleaned_data["chunking"],
+        request_key=form.cleaned_data["request_key"],
+    )
+    _report_intake(request, intake)
+    return _after_intake(slug, intake)
+
+
+@require_POST
+@login_required
+def collection_add_urls(request: HttpRequest, slug: str) -> HttpResponse:
+    collection = _collection(request, slug)
+    if not _allowed(request, collection, "write"):
+        return redirect("collections:detail", slug=slug)
+    form = UrlForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, f"Addresses not added: {error}")
+        return redirect("collections:detail", slug=slug)
+    intake = urls_accept(
+        collection=collection,
+        urls=form.cleaned_data["urls"],
+        user=request.user,
+        chunking=form.cleaned_data["chunking"],
+        request_key=form.cleaned_data["request_key"],
+    )
+    _report_intake(request, intake)
+    return _after_intake(slug, intake)
+
+
+@require_GET
+@login_required
+def job_detail(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
+    collection = _collection(request, slug)
+    job = get_object_or_404(collection.jobs.select_related("created_by"), pk=job_id)
+    context = {"collection": collection, "panel": job_panel(job)}
+    if is_htmx(request):
+        if job.is_finished:
+            # The job may have sent documents to the quarantine: update the count.
+            context.update(
+                refresh_count=True, pending_review=quarantine_pending_count(request.user)
+            )
+        response = render(request, "collections/job.html#job_panel", context)
+        if job.is_finished:
+            # Tells the sources table on the collection page to refresh itself.
+            response["HX-Trigger"] = "jobFinished"
+        return response
+    return render(request, "collections/job.html", context)
+
+
+@require_GET
+@login_required
+def source_detail(request: HttpRequest, slug: str, source_id: int) -> HttpResponse:
+    collection = _collection(request, slug)
+    source = get_object_or_404(collection.sources, pk=source_id)
+    cited = None
+    chunk_id = request.GET.get("chunk", "")
+    if chunk_id:
+        cited = source.chunks.defer("embedding").filter(pk=chunk_id).first()
+        if cited is None:
+            messages.warning(
+                request, "That passage is no longer part of this document (it was re-ingested)."
+            )
+    span = Span(cited.char_start, cited.char_end, f"passage {cited.ordinal + 1}") if cited else None
+    chunks = Paginator(source.chunks.defer("embedding", "metadata").order_by("ordinal"), 50)
+    page = chunks.get_page(request.GET.get("page"))
+    context = {
+        "collection": collection,
+        "source": source,
+        "role": user_role(request.user, collection),
+        "cited": cited,
+        "text": text_view(source.text, span) if source.text else None,
+        "chunk_page": page,
+        "reingest_key": new_request_key(),
+        "quarantine": source.quarantine_items.select_related("reviewer").first(),
+    }
+    return render(request, "collections/source.html", context)
+
+
+@require_POST
+@login_required
+def source_reingest_view(request: HttpRequest, slug: str, source_id: int) -> HttpResponse:
+    collection = _collection(request, slug)
+    source = get_object_or_404(collection.sources, pk=source_id)
+    if not _allowed(request, collection, "write"):
+        return redirect("collections:source", slug=slug, source_id=source_id)
+    intake = source_reingest(
+        source=source, user=request.user, request_key=request.POST.get("request_key", "")[:64]
+    )
+    _report_intake(request, intake)
+    return _after_intake(slug, intake)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def source_remove_view(request: HttpRequest, slug: str, source_id: int) -> HttpResponse:
+    collection = _collection(request, slug)
+    source = get_object_or_404(collection.sources.defer("text"), pk=source_id)
+    if not _allowed(request, collection, "write"):
+        return redirect("collections:source", slug=slug, source_id=source_id)
+    if request.method == "POST":
+        name = source.display_name
+        source_remove(source=source)
+        messages.success(request, f"“{name}” and its passages were removed.")
+        return redirect("collections:detail", slug=slug)
+    return render(
+        request, "collections/source_remove.html", {"collection": collection, "source": source}
+    )
+
+
+@require_GET
+@login_required
+def quarantine_list(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", QuarantineItem.ReviewStatus.PENDING)
+    if status not in QuarantineItem.ReviewStatus.values and status != "all":
+        status = QuarantineItem.ReviewStatus.PENDING
+    items = quarantine_queue(request.user, status="" if status == "all" else status)
+    page = Paginator(items, 25).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "entries": [quarantine_entry(item) for item in page],
+        "status": status,
+        "statuses": [*QuarantineItem.ReviewStatus.choices, ("all", "All")],
+    }
+    template = "collections/quarantine.html#queue" if is_htmx(request) else None
+    return render(request, template or "collections/quarantine.html", context)
+
+
+@require_POST
+@login_required
+def quarantine_decide_view(request: HttpRequest) -> HttpResponse:
+    reviewable = quarantine_queue(request.user)
+    form = QuarantineDecisionForm(
+        request.POST, item_ids=list(reviewable.values_list("pk", flat=True))
+    )
+    back = reverse("collections:quarantine")
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            for error in errors:
+                what = (
+                    "choose at least one item still awaiting review." if field == "items" else error
+                )
+                messages.error(request, f"Nothing decided: {what}")
+        return redirect(back)
+    items = list(reviewable.filter(pk__in=form.cleaned_data["items"]))
+    outcomes = quarantine_decide(
+        items=items,
+        reviewer=request.user,
+        decision=form.cleaned_data["decision"],
+        reason=form.cleaned_data["reason"],
+    )
+    done = [o for o in outcomes if not o.error]
+    for outcome in outcomes:
+        if outcome.error:
+            messages.error(request, f"{outcome.item.source.display_name}: {outcome.error}")
+    if done:
+        verb = "approved and indexed" if form.cleaned_data["decision"] == "approve" else "rejected"
+        names = ", ".join(o.item.source.display_name for o in done[:5])
+        more = f" and {len(done) - 5} more" if len(done) > 5 else ""
+        messages.success(request, f"{len(done)} item(s) {verb}: {names}{more}.")
+    return redirect(back)

@@ -1,0 +1,215 @@
+"""Stored answers as the browser shows them: linked ``[n]`` markers and trace rows.
+
+Answer text, passages and trace values come from documents and users, so they
+are untrusted: the answer HTML is built here with ``escape``/``format_html``
+(only the citation links are markup), and the trace becomes plain strings and
+tables that the templates escape like any other value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+MARKER = re.compile(r"\[(\d{1,3})\]")
+
+# Details shown as a numbered list rather than a comma-joined value.
+LIST_KEYS = {"probes", "variants", "unsupported", "parsed_ids"}
+
+
+def answer_html(
+    text: str, *, markers: Iterable[int], link: Callable[[int], str], target: str
+) -> SafeString:
+    """``text`` escaped, each ``[n]`` with a known citation turned into a link.
+
+    The link loads the cited passage into ``target`` with htmx and, without
+    JavaScript, opens the passage page.
+    """
+    known = set(markers)
+    parts: list[str] = []
+    cursor = 0
+    for match in MARKER.finditer(text):
+        number = int(match.group(1))
+        if number not in known:
+            continue
+        parts.append(escape(text[cursor : match.start()]))
+        url = link(number)
+        parts.append(
+            format_html(
+                '<a class="cite" href="{}" hx-get="{}" hx-target="{}" hx-swap="innerHTML" '
+                'aria-label="Show passage {}">[{}]</a>',
+                url,
+                url,
+                target,
+                number,
+                number,
+            )
+        )
+        cursor = match.end()
+    parts.append(escape(text[cursor:]))
+    return mark_safe("".join(parts))
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class StageRow:
+    """One collapsible row of the trace."""
+
+    stage: str
+    duration_ms: float
+    skipped: bool
+    summary: list[str]
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    lists: list[tuple[str, list[str]]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, str | int):
+        return str(value)
+    if isinstance(value, list | tuple) and all(
+        v is None or isinstance(v, str | int | float) for v in value
+    ):
+        return ", ".join(_plain(v) for v in value) or "—"
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _cells(item: Mapping[str, Any], cited: Mapping[str, int]) -> dict[str, str]:
+    """One table row: nested mappings become columns (``legs.vector`` = "rank 1 · score 0.6")."""
+    cells: dict[str, str] = {}
+    for key, value in item.items():
+        if isinstance(value, Mapping):
+            for sub, inner in value.items():
+                cells[f"{key}.{sub}"] = (
+                    " · ".join(f"{k} {_plain(v)}" for k, v in inner.items())
+                    if isinstance(inner, Mapping)
+                    else _plain(inner)
+                )
+        elif key == "chunk_id" and isinstance(value, str):
+            # Ids are long hashes: a prefix identifies them, the marker says which was cited.
+            marker = cited.get(value)
+            cells[key] = value[:12] + ("…" if len(value) > 12 else "")
+            cells["cited"] = f"[{marker}]" if marker else ""
+        else:
+            cells[key] = _plain(value)
+    return cells
+
+
+def _table(title: str, items: list[Mapping[str, Any]], cited: Mapping[str, int]) -> Table:
+    rows = [_cells(item, cited) for item in items]
+    columns: list[str] = ["#"]
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    return Table(
+        title=title,
+        columns=columns,
+        rows=[[str(i), *(row.get(c, "—") for c in columns[1:])] for i, row in enumerate(rows, 1)],
+    )
+
+
+def _collect(
+    row: StageRow, details: Mapping[str, Any], cited: Mapping[str, int], prefix: str = ""
+) -> None:
+    for key, value in details.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            row.tables.append(_table(name, value, cited))
+        elif isinstance(value, list) and (key in LIST_KEYS or any(len(str(v)) > 40 for v in value)):
+            row.lists.append((name, [_plain(v) for v in value]))
+        elif isinstance(value, Mapping) and not prefix:
+            _collect(row, value, cited, prefix=f"{name}.")
+        else:
+            row.facts.append((name, _plain(value)))
+
+
+def _count(details: Mapping[str, Any], key: str) -> Any:
+    value = details.get(key)
+    return len(value) if isinstance(value, list) else value
+
+
+def stage_summary(stage: str, details: Mapping[str, Any]) -> list[str]:
+    """The key counts shown on a stage's collapsed row."""
+    d = details
+    parts: list[str] = []
+    if stage == "transform":
+        parts = [f"{_count(d, 'probes') or 1} probe(s)", str(d.get("transform", ""))]
+    elif stage == "retrieve":
+        parts = [f"{d.get('candidates', 0)} candidates", f"mode {d.get('mode', '?')}"]
+        if d.get("candidate_k"):
+            parts.append(f"k={d['candidate_k']}")
+    elif stage == "fuse":
+        parts = [f"{d.get('in', '?')} → {d.get('out', '?')}", str(d.get("method", ""))]
+    elif stage == "rerank":
+        parts = [
+            f"{d.get('candidates', '?')} → {d.get('kept', '?')} kept",
+            str(d.get("reranker", "")),
+            str(d.get("decision", "")),
+        ]
+    elif stage == "assemble":
+        parts = [
+            f"{d.get('chunks', 0)} passages",
+            f"{d.get('dropped_by_budget', 0)} dropped by budget",
+            f"{d.get('tokens', '?')}/{d.get('budget', '?')} tokens",
+        ]
+    elif stage == "generate":
+        parts = [str(d.get("generator", "")), f"{d.get('model_calls', 0)} model call(s)"]
+    elif stage == "groundedness":
+        if "grounded" in d:
+            parts = [
+                "grounded" if d["grounded"] else "not grounded",
+                f"score {_plain(d.get('score'))}",
+                f"{_count(d, 'unsupported') or 0} unsupported",
+            ]
+    else:
+        parts = [f"{k} {_plain(v)}" for k, v in d.items() if isinstance(v, int | float)][:3]
+    if d.get("cache") == "hit":
+        parts.append("cached")
+    return [p for p in parts if p]
+
+
+def trace_rows(
+    trace: Iterable[Mapping[str, Any]], *, cited: Mapping[str, int] | None = None
+) -> list[StageRow]:
+    """One row per stage of a stored trace, with its summary and expandable details.
+
+    ``cited`` maps chunk ids to their citation markers, so candidate tables say
+    which candidates became ``[n]``.
+    """
+    rows = []
+    for step in trace:
+        details = step.get("details") or {}
+        skipped = bool(step.get("skipped"))
+        summary = (
+            [f"skipped: {details.get('reason', '')}"]
+            if skipped
+            else stage_summary(str(step.get("stage")), details)
+        )
+        row = StageRow(
+            stage=str(step.get("stage", "?")),
+            duration_ms=float(step.get("duration_ms") or 0.0),
+            skipped=skipped,
+            summary=summary,
+            warnings=[str(w) for w in step.get("warnings") or []],
+        )
+        _collect(row, details, cited or {})
+        rows.append(row)
+    return rows

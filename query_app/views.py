@@ -1,0 +1,286 @@
+"""Browser pages for answering: ask (with a streamed variant), passages, history, re-runs.
+
+Every answer is a stored ``QueryRun``; the pages render runs, so a fresh answer,
+a reopened one and a re-run look the same. Bad input (empty or over-long
+question, unknown profile, a model that is not configured) is a message on the
+page; a collection or run the user may not read is a 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from collections_app.models import Source
+from collections_app.selectors import CollectionNotFound
+from query_app.exceptions import QueryError
+from query_app.forms import AskForm, HistoryFilterForm, RerunForm
+from query_app.models import QueryRun
+from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, TokenEvent
+from query_app.presentation import StageRow, answer_html, stage_summary, trace_rows
+from query_app.selectors import QueryRunNotFound, query_run_get_for_user, query_runs_for_user
+from query_app.services import RunEvent, query_answer, query_answer_stream, query_run_rerun
+
+logger = logging.getLogger(__name__)
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def sentence(message: str) -> str:
+    """An exception message as a sentence for a person."""
+    message = message.strip()
+    if not message:
+        return "Something went wrong."
+    message = message[0].upper() + message[1:]
+    return message if message.endswith((".", "!", "?")) else f"{message}."
+
+
+@dataclass
+class AnswerView:
+    """A stored run prepared for the answer partial."""
+
+    run: QueryRun
+    html: SafeString
+    citations: list[dict[str, Any]]
+    rows: list[StageRow]
+    unsupported: list[str]
+    rerun_form: RerunForm
+
+    @property
+    def target(self) -> str:
+        return f"passage-{self.run.pk}"
+
+    @property
+    def mode_label(self) -> str:
+        return MODE_LABELS.get(self.run.mode, self.run.get_mode_display())
+
+
+def passage_url(run: QueryRun, marker: int) -> str:
+    return reverse("query:passage", kwargs={"run_id": run.pk, "marker": marker})
+
+
+def source_url(run: QueryRun, citation: dict[str, Any]) -> str:
+    """The source page scrolled to the cited span (highlighted there)."""
+    url = reverse(
+        "collections:source",
+        kwargs={"slug": run.collection.slug, "source_id": citation.get("source_id") or 0},
+    )
+    return f"{url}?chunk={quote(str(citation.get('chunk_id', '')))}#cited"
+
+
+def answer_view(run: QueryRun) -> AnswerView:
+    citations = [
+        {**c, "passage_url": passage_url(run, c["marker"]), "source_url": source_url(run, c)}
+        for c in run.citations
+    ]
+    html = answer_html(
+        run.answer,
+        markers=[c["marker"] for c in run.citations],
+        link=lambda n: passage_url(run, n),
+        target=f"#passage-{run.pk}",
+    )
+    grounded = run.groundedness or {}
+    return AnswerView(
+        run=run,
+        html=html,
+        citations=citations,
+        rows=trace_rows(run.trace, cited={c["chunk_id"]: c["marker"] for c in run.citations}),
+        unsupported=[str(s) for s in grounded.get("unsupported") or []],
+        rerun_form=RerunForm(initial={"profile": run.profile}),
+    )
+
+
+def _ask_arguments(data: QueryDict) -> dict[str, Any]:
+    """The service's arguments from a posted ask form; the service validates them all."""
+    return {
+        "collection": data.get("collection", ""),
+        "question": data.get("question", ""),
+        "profile": data.get("profile") or None,
+        "retrieval_only": bool(data.get("retrieval_only")),
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def ask(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        initial = {"collection": request.GET.get("collection", "")}
+        form = AskForm(initial=initial, user=request.user)
+        return render(request, "query/ask.html", {"form": form, "answer": None})
+    answer, error = None, ""
+    try:
+        run = query_answer(user=request.user, **_ask_arguments(request.POST))
+    except CollectionNotFound:
+        raise Http404("No such collection") from None
+    except QueryError as exc:
+        error = sentence(str(exc))
+    else:
+        answer = answer_view(run)
+    if is_htmx(request):
+        return render(request, "query/ask.html#answer", {"answer": answer, "error": error})
+    if error:
+        messages.error(request, error)
+    form = AskForm(request.POST, user=request.user)
+    return render(request, "query/ask.html", {"form": form, "answer": answer})
+
+
+def sse(event: str, data: dict[str, Any]) -> str:
+    """One Server-Sent Event; the JSON payload never contains a raw newline."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _stream(request: HttpRequest, events: Iterator[Any]) -> Iterator[str]:
+    try:
+        for event in events:
+            if isinstance(event, StepEvent):
+                step = event.step
+                summary = (
+                    [f"skipped: {step.details.get('reason', '')}"]
+                    if step.skipped
+                    else stage_summary(step.stage, step.details)
+                )
+                yield sse(
+                    "step",
+                    {"stage": step.stage, "duration_ms": step.duration_ms, "summary": summary},
+                )
+            elif isinstance(event, ContextEvent):
+                yield sse("context", {"passages": len(event.citations)})
+            elif isinstance(event, TokenEvent):
+                yield sse("token", {"text": event.text, "reset": event.reset})
+            elif isinstance(event, RunEvent):
+                html = render_to_string(
+                    "query/ask.html#answer",
+                    {"answer": answer_view(event.run)},
+                    request=request,
+                )
+                url = reverse("query:history_detail", kwargs={"run_id": event.run.pk})
+                yield sse("done", {"html": html, "url": url})
+    except QueryError as exc:
+        yield sse("error", {"message": sentence(str(exc))})
+    except Exception:
+        logger.exception("streamed answer failed")
+        yield sse("error", {"message": "The answer could not be completed; the error was logged."})
+
+
+@require_POST
+@login_required
+def ask_stream(request: HttpRequest) -> HttpResponse:
+    """The ask form as Server-Sent Events: stage progress, answer tokens, then the answer HTML."""
+    try:
+        events = query_answer_stream(user=request.user, **_ask_arguments(request.POST))
+    except CollectionNotFound:
+        raise Http404("No such collection") from None
+    except QueryError as exc:
+        body: Iterator[str] = iter([sse("error", {"message": sentence(str(exc))})])
+    else:
+        body = _stream(request, events)
+    response = StreamingHttpResponse(body, content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    # Proxies such as nginx would otherwise hold the tokens back.
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+def _run(request: HttpRequest, run_id: int) -> QueryRun:
+    try:
+        return query_run_get_for_user(request.user, run_id=run_id)
+    except QueryRunNotFound:
+        raise Http404("No such answer") from None
+
+
+@require_GET
+@login_required
+def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
+    run = _run(request, run_id)
+    citation = next((c for c in run.citations if c.get("marker") == marker), None)
+    if citation is None:
+        raise Http404("No such citation")
+    source_exists = Source.objects.filter(
+        collection=run.collection, pk=citation.get("source_id")
+    ).exists()
+    context = {
+        "run": run,
+        "citation": citation,
+        "source_url": source_url(run, citation) if source_exists else "",
+    }
+    if is_htmx(request):
+        return render(request, "query/passage.html#passage", context)
+    return render(request, "query/passage.html", context)
+
+
+@require_GET
+@login_required
+def history(request: HttpRequest) -> HttpResponse:
+    form = HistoryFilterForm(request.GET or None, user=request.user)
+    runs = query_runs_for_user(request.user).defer("trace", "options", "citations")
+    if form.is_valid():
+        if form.cleaned_data["q"]:
+            text = form.cleaned_data["q"]
+            runs = runs.filter(Q(question__icontains=text) | Q(answer__icontains=text))
+        if form.cleaned_data["collection"]:
+            runs = runs.filter(collection__slug=form.cleaned_data["collection"])
+    page = Paginator(runs, 25).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "form": form,
+        "page": page,
+        "filtered": bool(form.is_bound and any(form.data.get(k) for k in ("q", "collection"))),
+        "query": query.urlencode(),
+        "has_collections": bool(form.collections),
+    }
+    if is_htmx(request):
+        return render(request, "query/history.html#results", context)
+    return render(request, "query/history.html", context)
+
+
+@require_GET
+@login_required
+def history_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _run(request, run_id)
+    before = None
+    beside = request.GET.get("beside", "")
+    if beside.isdigit():
+        try:
+            before = query_run_get_for_user(request.user, run_id=int(beside))
+        except QueryRunNotFound:
+            messages.warning(request, "The earlier answer to compare with is not available.")
+    context = {
+        "run": run,
+        "answer": answer_view(run),
+        "before": answer_view(before) if before is not None else None,
+    }
+    return render(request, "query/run.html", context)
+
+
+@require_POST
+@login_required
+def rerun(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _run(request, run_id)
+    profile = request.POST.get("profile", "")[:50] or run.profile
+    try:
+        new = query_run_rerun(user=request.user, run=run, profile=profile)
+    except CollectionNotFound:
+        raise Http404("No such collection") from None
+    except QueryError as exc:
+        messages.error(request, sentence(str(exc)))
+        return redirect("query:history_detail", run_id=run.pk)
+    url = reverse("query:history_detail", kwargs={"run_id": new.pk})
+    return redirect(f"{url}?beside={run.pk}")

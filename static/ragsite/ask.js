@@ -1,0 +1,99 @@
+// Streams an answer into the ask page: stage progress, then the answer as it is
+// generated, then the server-rendered answer (citations and trace). Without this
+// script the form posts normally and the page comes back with the answer.
+(function () {
+  "use strict";
+  var form = document.getElementById("ask-form");
+  if (!form || !window.fetch || !window.TextDecoder || !window.ReadableStream) { return; }
+  var area = document.getElementById("answer-area");
+  var button = form.querySelector("[data-submit]");
+  var question = form.querySelector("[name=question]");
+
+  question.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit ? form.requestSubmit() : form.submit();
+    }
+  });
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) { node.className = className; }
+    if (text) { node.textContent = text; }  // text only: never parsed as HTML
+    return node;
+  }
+
+  function showError(message) {
+    area.replaceChildren(el("p", "message error", message));
+    area.firstChild.setAttribute("role", "alert");
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var card = el("article", "card answer-card");
+    var stages = el("ol", "stages small muted");
+    var text = el("div", "answer streaming");
+    card.append(el("p", "label", "Working…"), stages, text);
+    area.replaceChildren(card);
+    button.disabled = true;
+
+    var handlers = {
+      step: function (data) {
+        var line = data.stage + " · " + Math.round(data.duration_ms) + " ms";
+        if (data.summary && data.summary.length) { line += " · " + data.summary.join(" · "); }
+        stages.append(el("li", "", line));
+      },
+      context: function (data) {
+        card.firstChild.textContent = data.passages + " passage(s) found; answering…";
+      },
+      token: function (data) {
+        if (data.reset) { text.textContent = ""; }
+        text.textContent += data.text;
+      },
+      done: function (data) {
+        area.innerHTML = data.html;  // rendered and escaped by the server
+        if (window.htmx) { window.htmx.process(area); }
+        var heading = area.querySelector(".question");
+        if (heading) { heading.setAttribute("tabindex", "-1"); heading.focus(); }
+      },
+      error: function (data) { showError(data.message); }
+    };
+
+    function dispatch(block) {
+      var name = "message", data = "";
+      block.split("\n").forEach(function (line) {
+        if (line.indexOf("event: ") === 0) { name = line.slice(7); }
+        else if (line.indexOf("data: ") === 0) { data += line.slice(6); }
+      });
+      if (handlers[name] && data) { handlers[name](JSON.parse(data)); }
+    }
+
+    fetch(form.dataset.streamUrl, {
+      method: "POST",
+      body: new FormData(form),
+      credentials: "same-origin",
+      headers: { "Accept": "text/event-stream" }
+    }).then(function (response) {
+      if (!response.ok) { throw new Error("The server answered " + response.status + "."); }
+      var reader = response.body.getReader();
+      var decoder = new TextDecoder();
+      var buffer = "";
+      function pump() {
+        return reader.read().then(function (chunk) {
+          if (chunk.done) { if (buffer.trim()) { dispatch(buffer); } return; }
+          buffer += decoder.decode(chunk.value, { stream: true });
+          var parts = buffer.split("\n\n");
+          buffer = parts.pop();
+          parts.forEach(dispatch);
+          return pump();
+        });
+      }
+      return pump();
+    }).catch(function (error) {
+      showError(error.message || "The answer could not be loaded.");
+    }).finally(function () {
+      button.disabled = false;
+      text.classList.remove("streaming");
+    });
+  });
+})();
