@@ -71,7 +71,9 @@ def main() -> None:
     data = report.as_dict()
 
     texts = list(
-        Chunk.objects.filter(collection=collection).order_by("source_id", "ordinal").values_list("text", flat=True)
+        Chunk.objects.filter(collection=collection)
+        .order_by("source_id", "ordinal")
+        .values_list("text", flat=True)
     )
     started = time.perf_counter()
     embedder.encode(texts)
@@ -84,18 +86,28 @@ def main() -> None:
     chunks = data["chunks_written"]
     e2e_cps = chunks / first_s
     raw_cps = len(texts) / raw_s
-    print(f"pages: {len(pages)} ({data['sources_ingested']} ingested, {data['sources_failed']} failed, "
-          f"{data['sources_quarantined']} quarantined)")
+    print(
+        f"pages: {len(pages)} ({data['sources_ingested']} ingested, {data['sources_failed']} failed, "
+        f"{data['sources_quarantined']} quarantined)"
+    )
     print(f"chunks: {chunks}; embeddings computed: {data['embeddings_computed']}")
-    print(f"first run: {first_s:.1f} s -> {len(pages) / first_s:.2f} pages/s, {e2e_cps:.1f} chunks/s, "
-          f"{data['embeddings_computed'] / first_s:.1f} embeddings/s")
+    print(
+        f"first run: {first_s:.1f} s -> {len(pages) / first_s:.2f} pages/s, {e2e_cps:.1f} chunks/s, "
+        f"{data['embeddings_computed'] / first_s:.1f} embeddings/s"
+    )
     print("stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in data["stage_seconds"].items()))
-    print(f"raw model encode of the same {len(texts)} chunk texts: {raw_s:.1f} s -> {raw_cps:.1f} chunks/s")
+    print(
+        f"raw model encode of the same {len(texts)} chunk texts: {raw_s:.1f} s -> {raw_cps:.1f} chunks/s"
+    )
     print(f"ratio end-to-end / raw model: {e2e_cps / raw_cps:.3f} (target >= 0.85)")
-    print(f"second run (unchanged): {second_s:.2f} s, embeddings computed {second['embeddings_computed']}, "
-          f"{100 * second_s / first_s:.1f}% of the first run (target <= 5%)")
-    print(f"peak RSS: {peak_rss_mib():.0f} MiB (before ingestion, model loaded: {rss_before:.0f} MiB; "
-          "target < 2560 MiB)")
+    print(
+        f"second run (unchanged): {second_s:.2f} s, embeddings computed {second['embeddings_computed']}, "
+        f"{100 * second_s / first_s:.1f}% of the first run (target <= 5%)"
+    )
+    print(
+        f"peak RSS: {peak_rss_mib():.0f} MiB (before ingestion, model loaded: {rss_before:.0f} MiB; "
+        "target < 2560 MiB)"
+    )
     failed = [s for s in data["sources"] if s["status"] in {"failed", "quarantined"}]
     for s in failed[:10]:
         print(f"  {s['status']}: {s['location']}: {s['reason']}")

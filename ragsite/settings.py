@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "ragsite",
     "collections_app",
     "query_app",
@@ -181,6 +182,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Collections, ingestion, cited answers and evaluation.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI / Redoc from the drf-spectacular-sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # Several models have a "status" field with different choices; name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "SourceStatusEnum": "collections_app.models.Source.Status",
+        "IngestionJobStatusEnum": "collections_app.models.IngestionJob.Status",
+        "ReviewStatusEnum": "collections_app.models.QuarantineItem.ReviewStatus",
+    },
 }
 
 LOGGING = {
@@ -242,6 +253,20 @@ RAG: dict[str, object] = {
     },
     "profile": env_str("RAG_PROFILE", "fast"),
     # Per-stage defaults; query_app.profiles overlays a preset, then these
-    # overrides, then per-request values.
-    "query": {},
+    # overrides, then per-request values (see query_app/pipeline/options.py).
+    "query": {
+        "rerank": {
+            # Cross-encoder for the balanced/quality profiles: a sentence-transformers
+            # CrossEncoder directory/id or a directory holding model.onnx.
+            "model": env_str("RAG_RERANK_MODEL"),
+        },
+    },
+    # Per-profile overrides: {"balanced": {"rerank": {"top_n": 8}}, ...}
+    "profiles": {},
+    # Limits no request can override.
+    "query_limits": {
+        "max_question_chars": env_int("RAG_MAX_QUESTION_CHARS", 2000),
+        "max_top_n": env_int("RAG_MAX_TOP_N", 50),
+        "max_candidate_k": env_int("RAG_MAX_CANDIDATE_K", 1000),
+    },
 }
