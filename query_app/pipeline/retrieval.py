@@ -120,6 +120,7 @@ def retrieve_probe(
     k = options.candidate_k
     leg_hits: dict[str, list[tuple[str, float]]] = {}
     coverage: dict[str, float] = {}
+    exact = False
     details: dict[str, Any] = {}
     warnings: list[str] = []
     if "vector" in legs and vector is not None:
@@ -131,6 +132,8 @@ def retrieve_probe(
         result = keyword_search(collection=collection, text=probe, k=k, options=options.retrieval)
         leg_hits["keyword"] = [(hit.chunk_id, hit.score) for hit in result.hits]
         coverage = {hit.chunk_id: hit.coverage for hit in result.hits}
+        # Every keyword hit contains the codes / quoted phrases the question required.
+        exact = bool(result.details.get("codes") or result.details.get("phrases"))
         details["keyword"] = {"hits": len(result.hits), **result.details}
         warnings += result.warnings
 
@@ -186,6 +189,7 @@ def retrieve_probe(
                 retrieval_score=scores[cid],
                 vector_similarity=float(similarity) if similarity is not None else None,
                 keyword_coverage=coverage.get(cid),
+                exact_match=exact and cid in coverage,
                 probe_ranks={probe_index: rank},
                 embedding=_embedding(row) if with_embeddings else None,
             )
@@ -219,9 +223,12 @@ def _hydrate(
         # Similarity to the probe for every candidate, keyword-only hits included,
         # so the relevance floor can judge them all on one scale.
         qs = qs.annotate(
+            # A chunk embedded at another size (mid-reindex) has no comparable cosine.
             similarity=RawSQL(
-                f"1 - ((collections_app_chunk.embedding::vector({dims})) <=> %s::vector({dims}))",
-                [vector_literal(vector)],
+                "CASE WHEN vector_dims(collections_app_chunk.embedding) = %s THEN "
+                f"1 - ((collections_app_chunk.embedding::vector({dims})) <=> %s::vector({dims})) "
+                "END",
+                [dims, vector_literal(vector)],
             )
         )
     return {row.pk: row for row in qs}

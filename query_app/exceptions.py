@@ -1,0 +1,114 @@
+"""Errors of the answering pipeline, each with a message fit to show a user.
+
+Surfaces (views, API, CLI) translate them to clear 4xx responses or one-line
+messages; nothing here should ever become a bare 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class QueryError(Exception):
+    """Base class: the question could not be answered; the message says why."""
+
+
+class InvalidQuery(QueryError):
+    """Bad input from the caller (empty or over-long question, bad option value)."""
+
+
+class EmptyQuestion(InvalidQuery):
+    """The question is empty or only whitespace."""
+
+
+class QuestionTooLong(InvalidQuery):
+    """The question exceeds the configured length limit."""
+
+
+class InvalidOption(InvalidQuery):
+    """An option has a value outside its allowed range or of the wrong type."""
+
+
+class TopNOutOfRange(InvalidOption):
+    """top_n is below 1 or above the configured maximum."""
+
+
+class UnknownOption(InvalidOption):
+    """An override names an option that does not exist; the message lists the known ones."""
+
+
+class UnknownComponent(InvalidQuery):
+    """A named component (profile, reranker, transform, ...) does not exist.
+
+    The message always lists the known names, so a typo is a one-look fix.
+    """
+
+    kind = "component"
+
+    def __init__(self, name: str, known: Iterable[str], *, note: str = "") -> None:
+        self.name = name
+        self.known = sorted(known)
+        message = f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self.known)}"
+        if note:
+            message = f"{message} ({note})"
+        super().__init__(message)
+
+
+class UnknownProfile(UnknownComponent):
+    kind = "profile"
+
+
+class UnknownReranker(UnknownComponent):
+    kind = "reranker"
+
+
+class UnknownTransform(UnknownComponent):
+    kind = "transform"
+
+
+class UnknownRetrievalMode(UnknownComponent):
+    kind = "retrieval mode"
+
+
+class UnknownKeywordRanking(UnknownComponent):
+    kind = "keyword ranking"
+
+
+class UnknownOrdering(UnknownComponent):
+    kind = "ordering"
+
+
+class UnknownGenerator(UnknownComponent):
+    kind = "generator"
+
+
+class UnknownGroundednessChecker(UnknownComponent):
+    kind = "groundedness checker"
+
+
+class ConfigurationError(QueryError):
+    """The deployment lacks something the requested options need (a model, a key)."""
+
+
+class RerankerNotConfigured(ConfigurationError):
+    """The cross-encoder reranker was asked for but no model is configured."""
+
+
+class RerankerModelError(ConfigurationError):
+    """The configured reranker model could not be loaded."""
+
+
+class ChatNotConfigured(ConfigurationError):
+    """An LLM-backed component was required but no chat model is configured."""
+
+
+class EmbeddingProfileMismatch(ConfigurationError):
+    """The collection was indexed with another embedding model than the active one."""
+
+
+class GenerationFailed(QueryError):
+    """The chat model failed while answering (down, timeout, garbage) and no fallback was allowed.
+
+    Raised by any LLM-backed stage (transform, llm reranker, generation); the
+    message says which.
+    """

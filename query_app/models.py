@@ -1,0 +1,97 @@
+"""Stored answers: every question asked, with its evidence and its trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+from collections_app.models import Collection
+from query_app.pipeline.types import MODE_LABELS
+
+
+class QueryRun(models.Model):
+    """One question answered (or refused) against one collection with one profile.
+
+    Citations and the trace are snapshots: the run can be reopened, shared and
+    re-run with another profile even after the collection changed.
+    """
+
+    class Mode(models.TextChoices):
+        LLM = "llm", "Generated"
+        EXTRACTIVE = "extractive", "Extractive"
+        NOT_FOUND = "not-found", "Not found"
+        RETRIEVAL_ONLY = "retrieval-only", "Retrieval only"
+        FAILED = "failed", "Failed"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="query_runs",
+    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="query_runs")
+    question = models.TextField()
+    profile = models.CharField(max_length=50)
+    # The fully resolved options tree (preset + settings + request overrides).
+    options = models.JSONField(default=dict)
+    # What the request overrode, to re-run it faithfully with another profile.
+    overrides = models.JSONField(default=dict, blank=True)
+    answer = models.TextField(blank=True)
+    mode = models.CharField(max_length=20, choices=Mode.choices)
+    # [{"marker", "chunk_id", "source", "source_id", "title", "snippet", "score",
+    #   "char_start", "char_end", "page", "section_path", "cited"}]
+    citations = models.JSONField(default=list, blank=True)
+    # [{"stage", "duration_ms", "skipped", "details", "warnings"}]
+    trace = models.JSONField(default=list, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    groundedness = models.JSONField(null=True, blank=True)
+    # {"total_ms": float, "stages": {stage: ms}}
+    timings = models.JSONField(default=dict, blank=True)
+    total_ms = models.FloatField(default=0.0)
+    retrieval_only = models.BooleanField(default=False)
+    allow_fallback = models.BooleanField(default=True)
+    model_calls = models.PositiveIntegerField(default=0)
+    # The collection's index version the passages came from.
+    index_version = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["user", "-created_at"], name="queryrun_user_recent"),
+            models.Index(fields=["collection", "-created_at"], name="queryrun_coll_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question[:60]} ({self.profile}, {self.mode})"
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error)
+
+    def as_payload(self) -> dict[str, Any]:
+        """The JSON shape the API, the CLI and the browser all use."""
+        return {
+            "id": self.pk,
+            "collection": self.collection.slug,
+            "question": self.question,
+            "profile": self.profile,
+            "answer": self.answer,
+            "mode": self.mode,
+            "mode_label": MODE_LABELS.get(self.mode, self.get_mode_display()),
+            "citations": self.citations,
+            "trace": self.trace,
+            "warnings": self.warnings,
+            "groundedness": self.groundedness,
+            "timings": self.timings,
+            "retrieval_only": self.retrieval_only,
+            "model_calls": self.model_calls,
+            "index_version": self.index_version,
+            "options": self.options,
+            "error": self.error,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+        }

@@ -1,0 +1,167 @@
+"""The assemble stage: fit ranked passages into a hard token budget and lay them out.
+
+The budget is never overrun: passages are taken in rank order and one that
+does not fit is dropped (and counted); a later, shorter one may still fit.
+Only when not even the best passage fits is it cut to the budget, so a huge
+chunk never turns an answerable question into a refusal.
+
+Citation numbers are rank-based ([1] = best) whatever the layout:
+``edges`` puts the strongest passages at both ends of the prompt, where models
+attend most (r1, r3, r5, …, r6, r4, r2); ``linear`` keeps rank order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from query_app.pipeline.options import ContextOptions
+from query_app.pipeline.prompts import passage_block
+from query_app.pipeline.types import Candidate, Citation
+
+SNIPPET_CHARS = 300
+# "<passages>\n" + "\n</passages>\n" around the blocks.
+_WRAPPER_CHARS = len("<passages>\n") + len("\n</passages>\n")
+
+
+def edges_layout(n: int) -> list[int]:
+    """Rank indexes in prompt order: 0, 2, 4, … then …, 5, 3, 1."""
+    head = list(range(0, n, 2))
+    tail = list(range(1, n, 2))
+    return head + tail[::-1]
+
+
+def linear_layout(n: int) -> list[int]:
+    return list(range(n))
+
+
+ORDERINGS: dict[str, Callable[[int], list[int]]] = {
+    "edges": edges_layout,
+    "linear": linear_layout,
+}
+
+
+def estimate_tokens(text: str, chars_per_token: float) -> int:
+    """Tokens a chat model will see for ``text`` (conservative: rounded up)."""
+    return math.ceil(len(text) / chars_per_token) if text else 0
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+@dataclass
+class Passage:
+    """A candidate admitted to the context, with its citation number."""
+
+    marker: int
+    candidate: Candidate
+    text: str  # the candidate's text, or a prefix of it when cut to the budget
+    block: str  # as rendered in the prompt
+    tokens: int
+
+    def citation(self) -> Citation:
+        c = self.candidate
+        return Citation(
+            marker=self.marker,
+            chunk_id=c.chunk_id,
+            source=c.source_location,
+            source_id=c.source_id,
+            title=c.source_name,
+            snippet=snippet(self.text),
+            score=c.score,
+            char_start=c.char_start,
+            char_end=c.char_start + len(self.text) if self.text != c.text else c.char_end,
+            page=c.page,
+            section_path=list(c.section_path),
+        )
+
+
+@dataclass
+class AssembledContext:
+    passages: list[Passage] = field(default_factory=list)  # rank order, marker = index + 1
+    layout: list[int] = field(default_factory=list)  # markers in prompt order
+    tokens: int = 0
+    budget: int = 0
+    dropped: int = 0
+
+    def blocks(self) -> list[str]:
+        """Rendered passages in prompt (layout) order."""
+        by_marker = {p.marker: p for p in self.passages}
+        return [by_marker[m].block for m in self.layout]
+
+    def citations(self) -> list[Citation]:
+        return [p.citation() for p in self.passages]
+
+
+def assemble(
+    candidates: list[Candidate], *, options: ContextOptions
+) -> tuple[AssembledContext, dict[str, Any], list[str]]:
+    """Admit candidates in rank order under the budget; return context, details, warnings."""
+    cpt = options.chars_per_token
+    budget = options.max_tokens
+    used = estimate_tokens("x" * _WRAPPER_CHARS, cpt)
+    passages: list[Passage] = []
+    dropped = 0
+    warnings: list[str] = []
+    for cand in candidates:
+        marker = len(passages) + 1
+        block = passage_block(marker, cand)
+        # +1 for the newline joining blocks.
+        tokens = estimate_tokens(block, cpt) + 1
+        if used + tokens <= budget:
+            passages.append(Passage(marker, cand, cand.text, block, tokens))
+            used += tokens
+        else:
+            dropped += 1
+    if not passages and candidates:
+        best = candidates[0]
+        text = _cut_to_fit(best, budget - used, cpt)
+        if text:
+            block = passage_block(1, best, text)
+            tokens = estimate_tokens(block, cpt) + 1
+            passages.append(Passage(1, best, text, block, tokens))
+            used += tokens
+            dropped -= 1
+            warnings.append(
+                f"the best passage alone exceeds the {budget}-token budget; it was cut to fit"
+            )
+    layout = [i + 1 for i in ORDERINGS[options.ordering](len(passages))]
+    context = AssembledContext(
+        passages=passages,
+        layout=layout,
+        tokens=used if passages else 0,
+        budget=budget,
+        dropped=dropped,
+    )
+    details = {
+        "chunks": len(passages),
+        "dropped_by_budget": dropped,
+        "tokens": context.tokens,
+        "budget": budget,
+        "ordering": options.ordering,
+        "layout": layout,
+        "token_estimate": f"ceil(characters / {cpt:g})",
+    }
+    return context, details, warnings
+
+
+def _cut_to_fit(candidate: Candidate, tokens_left: int, cpt: float) -> str:
+    """The longest word-boundary prefix of the passage whose block fits ``tokens_left``."""
+    overhead = estimate_tokens(passage_block(1, candidate, ""), cpt) + 2
+    chars = int((tokens_left - overhead) * cpt)
+    if chars <= 0:
+        return ""
+    text = candidate.text[:chars]
+    if len(text) < len(candidate.text) and " " in text:
+        text = text.rsplit(" ", 1)[0]
+    while text and estimate_tokens(passage_block(1, candidate, text), cpt) + 1 > tokens_left:
+        text = text[: max(0, len(text) - 16)]
+    return text

@@ -1,0 +1,213 @@
+"""The generate stage: a grounded answer with ``[n]`` markers.
+
+- No passage: the fixed not-found answer, without any model call.
+- ``extractive``: verbatim sentences from the best passages, each followed by
+  its passage's marker. Needs no model; labelled extractive everywhere.
+- ``llm``: the chat model, with the grounded system prompt; passages and the
+  question are delimited data. Markers that point at no passage are removed.
+- ``auto``: ``llm`` when a chat model is configured, else ``extractive``.
+
+When the chat model times out or answers garbage, a request that allows
+fallback gets the extractive answer with a trace warning; otherwise a clear
+``GenerationFailed`` error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from query_app.chat import ChatClient, ChatError
+from query_app.exceptions import ChatNotConfigured, GenerationFailed
+from query_app.pipeline.assembly import AssembledContext
+from query_app.pipeline.lexical import (
+    MARKER_RE,
+    content_terms,
+    looks_like_instruction,
+    markers_in,
+    split_sentences,
+)
+from query_app.pipeline.options import GenerationOptions
+from query_app.pipeline.prompts import answer_messages
+
+logger = logging.getLogger(__name__)
+
+NOT_FOUND_ANSWER = (
+    "Not found in this collection: no passage is relevant enough to answer this question."
+)
+GENERATORS = ("auto", "llm", "extractive")
+# Yielded instead of a token when streamed text must be discarded (the model
+# failed mid-stream and the extractive answer replaces it).
+RESET = object()
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    mode: str  # llm | extractive | not-found
+    details: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    cited: list[int] = field(default_factory=list)
+
+
+def extractive_answer(
+    question: str, context: AssembledContext, *, max_sentences: int
+) -> tuple[str, dict[str, Any]]:
+    """Pick the sentences sharing most words with the question; quote them verbatim."""
+    wanted = set(content_terms(question))
+    scored: list[tuple[float, int, int, str]] = []
+    fallback: tuple[int, int, str] | None = None
+    skipped = 0
+    for passage in context.passages:
+        for position, sentence in enumerate(split_sentences(passage.text)):
+            if looks_like_instruction(sentence.text):
+                skipped += 1
+                continue
+            if sentence.text.endswith("?"):
+                continue  # a question in a passage answers nothing
+            if fallback is None:
+                fallback = (passage.marker, position, sentence.text)
+            terms = set(content_terms(sentence.text))
+            if len(terms) < 2 or not wanted:
+                continue
+            share = len(wanted & terms) / len(wanted)
+            if share > 0:
+                # Earlier passages win ties: they ranked higher.
+                scored.append(
+                    (share - 0.001 * passage.marker, passage.marker, position, sentence.text)
+                )
+    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+    chosen = [(m, p, s) for _, m, p, s in scored[:max_sentences]]
+    if not chosen and fallback is not None:
+        chosen = [fallback]
+    chosen.sort()
+    text = " ".join(f"{sentence} [{marker}]" for marker, _, sentence in chosen)
+    details = {
+        "sentences": len(chosen),
+        "skipped_instruction_like": skipped,
+    }
+    return text, details
+
+
+def _clean_markers(text: str, n: int) -> tuple[str, list[int], list[int]]:
+    """Drop markers that point at no passage; return text, valid and invalid markers."""
+    invalid: list[int] = []
+
+    def keep(match: Any) -> str:
+        numbers = [int(x) for x in match.group(1).split(",")]
+        good = [x for x in numbers if 1 <= x <= n]
+        invalid.extend(x for x in numbers if not 1 <= x <= n)
+        return "".join(f"[{x}]" for x in good)
+
+    cleaned = MARKER_RE.sub(keep, text)
+    return cleaned, [m for m in markers_in(cleaned) if 1 <= m <= n], sorted(set(invalid))
+
+
+def generate(
+    *,
+    question: str,
+    context: AssembledContext,
+    options: GenerationOptions,
+    chat: ChatClient | None,
+    allow_fallback: bool,
+    stream: bool,
+) -> Generator[Any, None, GenerationResult]:
+    """Yield answer pieces (or RESET) while generating; return the GenerationResult."""
+    if not context.passages:
+        yield NOT_FOUND_ANSWER
+        return GenerationResult(
+            text=NOT_FOUND_ANSWER, mode="not-found", details={"generator": "none", "model_calls": 0}
+        )
+    warnings: list[str] = []
+    use_llm = options.generator in ("auto", "llm") and chat is not None
+    if options.generator == "llm" and chat is None:
+        if not allow_fallback:
+            raise ChatNotConfigured(
+                "generation.generator is 'llm' but no chat model is configured "
+                "(set RAG_CHAT_BASE_URL and RAG_CHAT_MODEL)"
+            )
+        warnings.append("generator 'llm' asked for but no chat model is configured")
+    if not use_llm:
+        if options.generator != "extractive" and chat is None:
+            warnings.append("no chat model is configured; answered extractively")
+        return (yield from _extractive(question, context, options, warnings))
+
+    assert chat is not None
+    messages = answer_messages(
+        question=question, passages=context.blocks(), system_prompt=options.system_prompt
+    )
+    pieces: list[str] = []
+    try:
+        if stream:
+            for piece in chat.stream(
+                messages, temperature=options.temperature, max_tokens=options.max_output_tokens
+            ):
+                pieces.append(piece)
+                yield piece
+            raw = "".join(pieces)
+        else:
+            raw = chat.complete(
+                messages, temperature=options.temperature, max_tokens=options.max_output_tokens
+            )
+    except ChatError as exc:
+        if not allow_fallback:
+            raise GenerationFailed(
+                f"the chat model {chat.name} failed: {exc}. Retry later, or allow the "
+                "extractive fallback"
+            ) from exc
+        logger.warning("generation fell back to extractive: %s", exc)
+        if pieces:
+            yield RESET
+        warnings.append(f"the chat model {chat.name} failed ({exc}); answered extractively")
+        result = yield from _extractive(question, context, options, warnings)
+        result.details["fallback_from"] = "llm"
+        return result
+
+    text, cited, invalid = _clean_markers(raw.strip(), len(context.passages))
+    if invalid:
+        warnings.append(
+            "the answer cited passage numbers that do not exist and were removed: "
+            + ", ".join(f"[{m}]" for m in invalid)
+        )
+    if not cited:
+        warnings.append("the answer cites no passage")
+    if not stream:
+        yield text
+    elif invalid:
+        # The streamed text carried bad markers: replace it with the cleaned text.
+        yield RESET
+        yield text
+    return GenerationResult(
+        text=text,
+        mode="llm",
+        details={"generator": "llm", "model": chat.name, "cited": cited},
+        warnings=warnings,
+        cited=cited,
+    )
+
+
+def _extractive(
+    question: str, context: AssembledContext, options: GenerationOptions, warnings: list[str]
+) -> Generator[Any, None, GenerationResult]:
+    text, details = extractive_answer(question, context, max_sentences=options.max_sentences)
+    yield from _pieces(text)
+    cited = markers_in(text)
+    return GenerationResult(
+        text=text,
+        mode="extractive",
+        details={"generator": "extractive", **details, "cited": cited},
+        warnings=warnings,
+        cited=cited,
+    )
+
+
+def _pieces(text: str) -> Iterable[str]:
+    # Stream extractive answers marker by marker so the UI behaves the same.
+    start = 0
+    for match in MARKER_RE.finditer(text):
+        yield text[start : match.end()]
+        start = match.end()
+    if start < len(text):
+        yield text[start:]

@@ -1,0 +1,272 @@
+"""One structured options block for the whole pipeline.
+
+Profiles are presets over this tree; ``settings.RAG["query"]`` overrides any
+value; per-request overrides win last. Every layer is a nested mapping (or
+dotted keys such as ``{"rerank.top_n": 3}``) validated against the tree, so a
+misspelt key fails loudly with the list of known keys instead of being ignored.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any
+
+from query_app.exceptions import InvalidOption, UnknownOption
+
+# Relevance floors calibrated with benchmarks/relevance_floor.py for the default
+# embedder (all-MiniLM-L6-v2); see docs/answering.md, "Relevance floor".
+DEFAULT_MIN_VECTOR_SIMILARITY = 0.30
+DEFAULT_MIN_KEYWORD_COVERAGE = 0.30
+
+
+@dataclass(frozen=True)
+class TransformOptions:
+    kind: str = "none"  # none | multi-query | rag-fusion | hyde
+    variants: int = 3  # paraphrases asked for by multi-query / rag-fusion
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    mode: str = "vector"  # vector | keyword | hybrid
+    # Candidates per probe; None means "as many as rerank.top_n" (the fast cascade).
+    candidate_k: int | None = None
+    rrf_k: int = 60
+    keyword_ranking: str = "bm25"  # bm25 | ts_rank_cd
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    # Upper bound on chunks the keyword leg scores per probe, so its cost stays
+    # flat as collections grow (the rarest terms select the pool). SciFact
+    # nDCG@10 is the same with 500 as with no bound (benchmarks/keyword_scifact.py).
+    keyword_pool: int = 1000
+    # Codes in the question (ERR-4471, v2.3.1, sha256) must appear in keyword hits.
+    require_codes: bool = True
+    # HNSW search breadth; None means max(40, 2 * candidate_k).
+    ef_search: int | None = None
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    mmr: bool = False
+    mmr_lambda: float = 0.7
+
+
+@dataclass(frozen=True)
+class RerankOptions:
+    kind: str = "none"  # none | cross-encoder | llm
+    top_n: int = 5
+    # sentence-transformers CrossEncoder id/directory or a directory with model.onnx.
+    model: str = ""
+    # Candidates whose final score is below this are dropped (may decline the answer).
+    min_score: float | None = None
+    batch_size: int = 32
+    max_length: int = 512
+
+
+@dataclass(frozen=True)
+class FloorOptions:
+    """Relevance floor: decline when the best evidence is below it (see relevance_floor_check)."""
+
+    min_vector_similarity: float | None = DEFAULT_MIN_VECTOR_SIMILARITY
+    min_keyword_coverage: float | None = DEFAULT_MIN_KEYWORD_COVERAGE
+
+
+@dataclass(frozen=True)
+class ContextOptions:
+    max_tokens: int = 2000
+    ordering: str = "edges"  # edges | linear
+    # Token estimate for the chat model: ceil(characters / chars_per_token).
+    chars_per_token: float = 4.0
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    generator: str = "auto"  # auto | llm | extractive
+    max_sentences: int = 3  # extractive answers
+    temperature: float = 0.0
+    max_output_tokens: int = 512
+    # Replaces the built-in grounded system prompt when set.
+    system_prompt: str = ""
+
+
+@dataclass(frozen=True)
+class GroundednessOptions:
+    enabled: bool = False
+    checker: str = "auto"  # auto | llm | heuristic
+    # Share of a sentence's content words that must appear in its passages.
+    min_support: float = 0.6
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    enabled: bool = True
+    ttl_s: int = 300
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """Every knob of the pipeline, one block per stage."""
+
+    transform: TransformOptions = field(default_factory=TransformOptions)
+    retrieval: RetrievalOptions = field(default_factory=RetrievalOptions)
+    fusion: FusionOptions = field(default_factory=FusionOptions)
+    rerank: RerankOptions = field(default_factory=RerankOptions)
+    floor: FloorOptions = field(default_factory=FloorOptions)
+    context: ContextOptions = field(default_factory=ContextOptions)
+    generation: GenerationOptions = field(default_factory=GenerationOptions)
+    groundedness: GroundednessOptions = field(default_factory=GroundednessOptions)
+    cache: CacheOptions = field(default_factory=CacheOptions)
+
+    @property
+    def candidate_k(self) -> int:
+        """Candidates per probe, never fewer than the final top_n."""
+        k = self.retrieval.candidate_k
+        return max(k if k is not None else self.rerank.top_n, self.rerank.top_n)
+
+    @property
+    def ef_search(self) -> int:
+        ef = self.retrieval.ef_search
+        return ef if ef is not None else max(40, 2 * self.candidate_k)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """Deployment limits a request can never override (settings.RAG["query_limits"])."""
+
+    max_question_chars: int = 2000
+    max_top_n: int = 50
+    max_candidate_k: int = 1000
+
+    @classmethod
+    def from_settings(cls) -> QueryLimits:
+        from django.conf import settings
+
+        block = settings.RAG.get("query_limits", {})
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: int(v) for k, v in block.items() if k in known})
+
+
+def expand_dotted(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"rerank.top_n": 3}`` → ``{"rerank": {"top_n": 3}}`` (nested keys pass through)."""
+    result: dict[str, Any] = {}
+    for key, value in layer.items():
+        parts = str(key).split(".")
+        target = result
+        for part in parts[:-1]:
+            existing = target.get(part)
+            if not isinstance(existing, dict):
+                existing = {}
+                target[part] = existing
+            target = existing
+        leaf = parts[-1]
+        if isinstance(value, Mapping):
+            merged = target.get(leaf) if isinstance(target.get(leaf), dict) else {}
+            target[leaf] = deep_merge(merged, expand_dotted(value))
+        else:
+            target[leaf] = value
+    return result
+
+
+def deep_merge(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def options_build(
+    layers: list[Mapping[str, Any]], *, origin: list[str] | None = None
+) -> QueryOptions:
+    """Overlay ``layers`` (first = lowest) on the defaults and build a validated tree."""
+    data: dict[str, Any] = asdict(QueryOptions())
+    for index, layer in enumerate(layers):
+        expanded = expand_dotted(layer)
+        _check_keys(QueryOptions, expanded, prefix="", origin=(origin or [])[index : index + 1])
+        data = deep_merge(data, expanded)
+    return _build(QueryOptions, data, prefix="")
+
+
+def _check_keys(cls: type, layer: Mapping[str, Any], *, prefix: str, origin: list[str]) -> None:
+    known = {f.name: f for f in fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key, value in layer.items():
+        if key not in known:
+            where = f" in {origin[0]}" if origin else ""
+            raise UnknownOption(
+                f"unknown option {prefix + key!r}{where}; known options"
+                f"{' of ' + prefix.rstrip('.') if prefix else ''}: {', '.join(sorted(known))}"
+            )
+        hint = hints[key]
+        if is_dataclass(hint):
+            if not isinstance(value, Mapping):
+                raise InvalidOption(f"option {prefix + key!r} must be a mapping of options")
+            _check_keys(hint, value, prefix=f"{prefix}{key}.", origin=origin)
+
+
+def _build(cls: type, data: Mapping[str, Any], *, prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        hint = hints[f.name]
+        value = data.get(f.name)
+        name = prefix + f.name
+        if is_dataclass(hint):
+            values[f.name] = _build(hint, value or {}, prefix=f"{name}.")
+        else:
+            values[f.name] = _coerce(name, value, hint)
+    return cls(**values)
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None:
+        if type(None) in allowed:
+            return None
+        raise InvalidOption(f"option {name!r} may not be empty")
+    target = next(t for t in allowed if t is not type(None))
+    try:
+        if target is bool:
+            return _to_bool(value)
+        if target is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if target is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if target is str:
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+    except (TypeError, ValueError):
+        pass
+    else:
+        return value
+    raise InvalidOption(f"option {name!r} must be {_type_name(target)}, got {value!r}")
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on"}:
+        return True
+    if isinstance(value, str) and value.strip().lower() in {"0", "false", "no", "off"}:
+        return False
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(value)
+
+
+def _type_name(target: Any) -> str:
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
+        target, str(target)
+    )

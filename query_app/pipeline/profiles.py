@@ -1,0 +1,171 @@
+"""Profiles: named presets over the one options tree.
+
+Resolution order (later wins): the preset, ``settings.RAG["query"]`` (applies
+to every profile), ``settings.RAG["profiles"][<name>]`` (one profile), then the
+request's own overrides. Preset + settings are resolved once per process and
+cached; the cache is dropped when settings change (tests, reloads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from query_app.exceptions import (
+    InvalidOption,
+    TopNOutOfRange,
+    UnknownGenerator,
+    UnknownGroundednessChecker,
+    UnknownKeywordRanking,
+    UnknownOrdering,
+    UnknownProfile,
+    UnknownReranker,
+    UnknownRetrievalMode,
+    UnknownTransform,
+)
+from query_app.pipeline.options import QueryLimits, QueryOptions, options_build
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Vector only, CandidateK = TopN, no rerank: needs nothing but the embedder.
+    "fast": {},
+    "balanced": {
+        "retrieval": {"mode": "hybrid", "candidate_k": 50},
+        "rerank": {"kind": "cross-encoder", "top_n": 5},
+    },
+    "quality": {
+        "retrieval": {"mode": "hybrid", "candidate_k": 100},
+        "rerank": {"kind": "cross-encoder", "top_n": 5},
+        "groundedness": {"enabled": True},
+    },
+}
+
+# Routed and corrective profiles are part of the product but not built yet;
+# naming them gives a precise error instead of "unknown".
+PLANNED_PROFILES = ("adaptive", "corrective")
+
+
+def profile_names() -> list[str]:
+    """The profiles a request may name."""
+    return sorted(PRESETS)
+
+
+def default_profile_name() -> str:
+    from django.conf import settings
+
+    return str(settings.RAG.get("profile") or "fast")
+
+
+@lru_cache(maxsize=32)
+def profile_options(name: str) -> QueryOptions:
+    """The preset ``name`` overlaid with the settings (cached per process)."""
+    from django.conf import settings
+
+    if name not in PRESETS:
+        note = ", ".join(PLANNED_PROFILES) + ": not available yet"
+        raise UnknownProfile(name, PRESETS, note=note)
+    per_profile: Mapping[str, Any] = (settings.RAG.get("profiles") or {}).get(name, {})
+    options = options_build(
+        [PRESETS[name], settings.RAG.get("query") or {}, per_profile],
+        origin=[
+            f"profile preset {name!r}",
+            'settings.RAG["query"]',
+            f'settings.RAG["profiles"][{name!r}]',
+        ],
+    )
+    options_validate(options, QueryLimits.from_settings())
+    return options
+
+
+@receiver(setting_changed)
+def _drop_cached_profiles(*, setting: str, **_: Any) -> None:
+    if setting == "RAG":
+        profile_options.cache_clear()
+
+
+def options_resolve(
+    *,
+    profile: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    top_n: int | None = None,
+    limits: QueryLimits | None = None,
+) -> tuple[str, QueryOptions]:
+    """The profile's name and its options with the request's overrides applied.
+
+    Raises UnknownProfile, UnknownOption, InvalidOption (incl. TopNOutOfRange)
+    or one of the Unknown<Component> errors, each with a message for the user.
+    """
+    name = (profile or default_profile_name()).strip().lower()
+    limits = limits or QueryLimits.from_settings()
+    base = profile_options(name)
+    layers: list[Mapping[str, Any]] = []
+    if overrides:
+        layers.append(overrides)
+    if top_n is not None:
+        layers.append({"rerank": {"top_n": top_n}})
+    if not layers:
+        return name, base
+    options = options_build([base.as_dict(), *layers], origin=["profile", "request", "request"])
+    options_validate(options, limits)
+    return name, options
+
+
+def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
+    """Check ranges and component names; raise the matching specific error."""
+    from query_app.pipeline.assembly import ORDERINGS
+    from query_app.pipeline.generation import GENERATORS
+    from query_app.pipeline.groundedness import CHECKERS
+    from query_app.pipeline.keyword import KEYWORD_RANKINGS
+    from query_app.pipeline.rerankers import RERANKERS
+    from query_app.pipeline.retrieval import RETRIEVAL_MODES
+    from query_app.pipeline.transforms import TRANSFORMS
+
+    o = options
+    for value, registry, error in (
+        (o.transform.kind, TRANSFORMS, UnknownTransform),
+        (o.retrieval.mode, RETRIEVAL_MODES, UnknownRetrievalMode),
+        (o.retrieval.keyword_ranking, KEYWORD_RANKINGS, UnknownKeywordRanking),
+        (o.rerank.kind, RERANKERS, UnknownReranker),
+        (o.context.ordering, ORDERINGS, UnknownOrdering),
+        (o.generation.generator, GENERATORS, UnknownGenerator),
+        (o.groundedness.checker, CHECKERS, UnknownGroundednessChecker),
+    ):
+        if value not in registry:
+            raise error(value, registry)
+
+    if not 1 <= o.rerank.top_n <= limits.max_top_n:
+        raise TopNOutOfRange(
+            f"top_n must be between 1 and {limits.max_top_n}, got {o.rerank.top_n}"
+        )
+    _check_range("retrieval.candidate_k", o.retrieval.candidate_k, 1, limits.max_candidate_k)
+    if o.candidate_k > limits.max_candidate_k:
+        raise InvalidOption(
+            f"retrieval.candidate_k must be at most {limits.max_candidate_k}, got {o.candidate_k}"
+        )
+    # pgvector caps hnsw.ef_search at 1000.
+    _check_range("retrieval.ef_search", o.retrieval.ef_search, 1, 1000)
+    _check_range("retrieval.rrf_k", o.retrieval.rrf_k, 1, 10_000)
+    _check_range("retrieval.bm25_k1", o.retrieval.bm25_k1, 0.0, 10.0)
+    _check_range("retrieval.bm25_b", o.retrieval.bm25_b, 0.0, 1.0)
+    _check_range("retrieval.keyword_pool", o.retrieval.keyword_pool, 100, 1_000_000)
+    _check_range("transform.variants", o.transform.variants, 1, 10)
+    _check_range("fusion.mmr_lambda", o.fusion.mmr_lambda, 0.0, 1.0)
+    _check_range("rerank.batch_size", o.rerank.batch_size, 1, 1024)
+    _check_range("rerank.max_length", o.rerank.max_length, 16, 8192)
+    _check_range("floor.min_vector_similarity", o.floor.min_vector_similarity, -1.0, 1.0)
+    _check_range("floor.min_keyword_coverage", o.floor.min_keyword_coverage, 0.0, 1.0)
+    _check_range("context.max_tokens", o.context.max_tokens, 50, 1_000_000)
+    _check_range("context.chars_per_token", o.context.chars_per_token, 0.5, 20.0)
+    _check_range("generation.max_sentences", o.generation.max_sentences, 1, 50)
+    _check_range("generation.temperature", o.generation.temperature, 0.0, 2.0)
+    _check_range("generation.max_output_tokens", o.generation.max_output_tokens, 1, 100_000)
+    _check_range("groundedness.min_support", o.groundedness.min_support, 0.0, 1.0)
+    _check_range("cache.ttl_s", o.cache.ttl_s, 0, 7 * 24 * 3600)
+
+
+def _check_range(name: str, value: float | None, low: float, high: float) -> None:
+    if value is not None and not low <= value <= high:
+        raise InvalidOption(f"option {name!r} must be between {low:g} and {high:g}, got {value}")

@@ -1,0 +1,280 @@
+"""The retrieve stage against real PostgreSQL + pgvector: vector, keyword and hybrid legs."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from collections_app.models import Collection
+from collections_app.vector_index import vector_index_name
+from query_app.exceptions import EmbeddingProfileMismatch
+from query_app.pipeline.keyword import code_parts, keyword_query_parse, keyword_search
+from query_app.pipeline.options import RetrievalOptions
+from query_app.pipeline.retrieval import collection_embedder, retrieve_probe, rrf_scores
+from query_app.services import query_answer, query_prepare, query_retrieve
+from query_app.tests.factories import Doc, indexed_collection
+
+CODE_QUESTION = "What does ERR-4471 mean?"
+PARAPHRASE_QUESTION = "How long do I have to get my money returned?"
+
+
+def _retrieve(user, question, *, mode, k=3):
+    run = query_retrieve(
+        user=user,
+        collection="kb",
+        question=question,
+        overrides={"retrieval": {"mode": mode, "candidate_k": k}, "rerank": {"top_n": k}},
+    )
+    return run
+
+
+def _sources(run) -> list[str]:
+    return [c["snippet"] for c in run.citations]
+
+
+def _step(run, stage):
+    return next(s for s in run.trace if s["stage"] == stage)
+
+
+def test_only_the_keyword_leg_finds_the_exact_code(kb, reader):
+    vector = _retrieve(reader, CODE_QUESTION, mode="vector")
+    keyword = _retrieve(reader, CODE_QUESTION, mode="keyword")
+    assert not any(s.startswith("ERR-4471") for s in _sources(vector))
+    assert _sources(keyword)[0].startswith("ERR-4471")
+    # Look-alike codes never match: the code must appear exactly.
+    assert not any(s.startswith(("ERR-4470", "ERR-4472")) for s in _sources(keyword))
+
+
+def test_only_the_vector_leg_finds_the_paraphrase(kb, reader):
+    vector = _retrieve(reader, PARAPHRASE_QUESTION, mode="vector")
+    keyword = _retrieve(reader, PARAPHRASE_QUESTION, mode="keyword")
+    assert _sources(vector)[0].startswith("Customers can request a refund")
+    assert not any("refund" in s for s in _sources(keyword))
+
+
+def test_hybrid_finds_both_and_each_candidate_keeps_its_leg_ranks(kb, reader):
+    code = _retrieve(reader, CODE_QUESTION, mode="hybrid")
+    paraphrase = _retrieve(reader, PARAPHRASE_QUESTION, mode="hybrid")
+    assert any(s.startswith("ERR-4471") for s in _sources(code))
+    assert _sources(paraphrase)[0].startswith("Customers can request a refund")
+    # The trace keeps every candidate's place in each leg.
+    ranking = {e["chunk_id"]: e for e in _step(code, "fuse")["details"]["ranking"]}
+    exact_id = next(c["chunk_id"] for c in code.citations if c["snippet"].startswith("ERR-4471"))
+    assert set(ranking[exact_id]["legs"]) == {"keyword"}
+    assert ranking[exact_id]["legs"]["keyword"]["rank"] == 1
+
+    query = query_prepare(
+        user=reader,
+        collection="kb",
+        question=CODE_QUESTION,
+        overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3}},
+        top_n=3,
+        retrieval_only=True,
+    )
+    vector = collection_embedder(query.collection).encode([CODE_QUESTION])[0]
+    result = retrieve_probe(
+        collection=query.collection,
+        probe=CODE_QUESTION,
+        probe_index=0,
+        vector=vector,
+        options=query.options,
+    )
+    by_text = {c.text[:8]: c for c in result.candidates}
+    exact = by_text["ERR-4471"]
+    assert set(exact.legs) == {"keyword"}
+    assert exact.legs["keyword"].rank == 1
+    assert exact.retrieval_score == pytest.approx(1 / (60 + 1))
+    both = [c for c in result.candidates if len(c.legs) == 2]
+    for cand in both:
+        expected = sum(1 / (60 + hit.rank) for hit in cand.legs.values())
+        assert cand.retrieval_score == pytest.approx(expected)
+    # Every candidate has a cosine to the question, keyword-only hits included.
+    assert all(c.vector_similarity is not None for c in result.candidates)
+    assert exact.keyword_coverage is not None and exact.keyword_coverage > 0.5
+
+
+def test_rrf_k_is_configurable(kb, reader):
+    run = query_retrieve(
+        user=reader,
+        collection="kb",
+        question=CODE_QUESTION,
+        overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3, "rrf_k": 1}},
+        top_n=3,
+    )
+    fusion = _step(run, "retrieve")["details"]["per_probe"][0]["fusion"]
+    assert fusion == {"method": "rrf", "k": 1, "fused": fusion["fused"]}
+    assert max(c["score"] for c in run.citations) == pytest.approx(1 / (1 + 1))
+
+
+def test_rrf_scores_sum_reciprocal_ranks():
+    scores = rrf_scores([["a", "b", "c"], ["c", "a"]], k=60)
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert scores["b"] == pytest.approx(1 / 62)
+
+
+@pytest.fixture
+def large_collection(db, reader):
+    """3,000 chunks with random vectors: enough rows for the planner to prefer the indexes."""
+    from query_app.tests.factories import chunks_add
+
+    collection = indexed_collection(
+        ["Kernel panic after a firmware update."], slug="large", members={reader: "read"}
+    )
+    source = collection.sources.get()
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO collections_app_chunk (id, collection_id, source_id, source_hash, "
+            "ordinal, text, char_start, char_end, section_path, token_count, metadata, "
+            "embedding, created_at) "
+            "SELECT 'bulk-' || i, %s, %s, 'x', i, 'Routine note ' || i || ' about topic ' || "
+            "(i %% 40) || ' and the weekly maintenance window.', 0, 10, '[]', 10, '{}', "
+            "(SELECT array_agg(random() - 0.5) FROM generate_series(1, 384 + 0 * i))::vector, "
+            "now() FROM generate_series(1, 3000) AS i",
+            [collection.pk, source.pk],
+        )
+        cur.execute("ANALYZE collections_app_chunk")
+    chunks_add(collection, [])  # refresh the term statistics
+    return collection
+
+
+def _plan(sql: str) -> str:
+    with connection.cursor() as cur:
+        cur.execute("EXPLAIN " + sql)
+        return "\n".join(row[0] for row in cur.fetchall())
+
+
+def test_vector_search_uses_the_collection_hnsw_index(large_collection, reader):
+    """Same cast and filter as the partial index: the planner answers from it, no scan."""
+    with CaptureQueriesContext(connection) as captured:
+        query_retrieve(user=reader, collection="large", question="kernel panic firmware")
+    sql = next(q["sql"] for q in captured.captured_queries if "ORDER BY (embedding" in q["sql"])
+    ef = next(q["sql"] for q in captured.captured_queries if "hnsw.ef_search" in q["sql"])
+    assert "'40'" in ef
+    plan = _plan(sql)
+    assert f"Index Scan using {vector_index_name(large_collection.pk, 384)}" in plan
+    assert "Seq Scan" not in plan
+
+
+def test_keyword_search_uses_the_gin_index(large_collection, reader):
+    with CaptureQueriesContext(connection) as captured:
+        run = query_retrieve(
+            user=reader,
+            collection="large",
+            question="kernel panic firmware",
+            overrides={"retrieval": {"mode": "keyword"}},
+        )
+    assert run.citations[0]["snippet"] == "Kernel panic after a firmware update."
+    sql = next(q["sql"] for q in captured.captured_queries if "ts_filter" in q["sql"])
+    plan = _plan(sql)
+    assert "Bitmap Index Scan on chunk_search_vector_gin" in plan
+    assert "Seq Scan on collections_app_chunk" not in plan
+
+
+def test_ef_search_follows_candidate_k(kb, reader):
+    run = _retrieve(reader, PARAPHRASE_QUESTION, mode="vector", k=30)
+    assert _step(run, "retrieve")["details"]["per_probe"][0]["vector"]["ef_search"] == 60
+
+
+@pytest.mark.parametrize(
+    ("token", "required"),
+    [
+        ("ERR-4471", ["ERR-4471"]),
+        ("v2.3.1", ["v2.3.1"]),
+        ("sha256", ["sha256"]),
+        ("Rad53-dependent", ["Rad53"]),
+        ("2019", []),
+        ("400mg", []),
+        ("0-dimensional", []),
+        ("https://example.org/a1", []),
+    ],
+)
+def test_codes_that_must_match(token, required):
+    assert code_parts(token) == required
+
+
+def test_websearch_syntax_is_parsed():
+    parsed = keyword_query_parse('"refund policy" for ERR-4471 -gift cards')
+    assert parsed.phrases == ("refund policy",)
+    assert parsed.codes == ("ERR-4471",)
+    assert parsed.negated == ("gift",)
+    assert "gift" not in parsed.text
+
+
+def test_quoted_phrases_must_match(kb):
+    options = RetrievalOptions()
+    loose = keyword_search(collection=kb, text="backup server", k=10, options=options)
+    exact = keyword_search(collection=kb, text='"backup server"', k=10, options=options)
+    texts = [h.chunk_id for h in exact.hits]
+    assert len(loose.hits) > len(exact.hits) >= 1
+    assert exact.details["required"] == "'backup' <-> 'server'"
+    chunk_texts = dict(kb.chunks.values_list("id", "text"))
+    assert all("backup server" in chunk_texts[cid] for cid in texts)
+
+
+def test_negated_words_exclude_chunks(kb):
+    options = RetrievalOptions()
+    hits = keyword_search(collection=kb, text="backup -firewall", k=10, options=options).hits
+    chunk_texts = dict(kb.chunks.values_list("id", "text"))
+    assert hits
+    assert not any("firewall" in chunk_texts[h.chunk_id] for h in hits)
+
+
+def test_bm25_prefers_rare_terms_over_common_ones(db):
+    common = "The server log shows the server status and the server uptime."
+    rare = "The server log mentions kernel panic once."
+    filler = [f"The server restarted at night number {i}." for i in range(8)]
+    collection = indexed_collection([common, rare, *filler], embed_chunks=False)
+    hits = keyword_search(
+        collection=collection, text="server kernel panic", k=3, options=RetrievalOptions()
+    ).hits
+    texts = dict(collection.chunks.values_list("id", "text"))
+    assert texts[hits[0].chunk_id] == rare
+
+
+def test_missing_term_statistics_fall_back_to_ts_rank_cd_with_a_warning(kb):
+    Collection.objects.filter(pk=kb.pk).update(keyword_stats={})
+    kb.refresh_from_db()
+    result = keyword_search(collection=kb, text="backup volume", k=5, options=RetrievalOptions())
+    assert result.hits
+    assert any("term statistics are missing" in w for w in result.warnings)
+
+
+def test_common_terms_are_pruned_from_matching_when_the_pool_is_small(db):
+    docs = [f"Server note {i}: the server is fine." for i in range(150)]
+    docs.append("Server note: kernel panic on the server.")
+    collection = indexed_collection(docs, embed_chunks=False)
+    result = keyword_search(
+        collection=collection,
+        text="server kernel",
+        k=5,
+        options=RetrievalOptions(keyword_pool=100),
+    )
+    assert result.details["pruned_common_terms"] == ["server"]
+    texts = dict(collection.chunks.values_list("id", "text"))
+    assert "kernel" in texts[result.hits[0].chunk_id]
+    assert result.details["pooled"] == 1
+
+
+def test_a_collection_indexed_with_another_model_asks_for_a_reindex(kb, reader):
+    Collection.objects.filter(pk=kb.pk).update(embedding_model="some-other-model")
+    with pytest.raises(EmbeddingProfileMismatch, match="reindex the collection"):
+        query_answer(user=reader, collection="kb", question=PARAPHRASE_QUESTION)
+
+
+def test_keyword_only_retrieval_needs_no_embeddings(db, reader):
+    indexed_collection(
+        [Doc(location="/notes.md", chunks=["Backups run nightly at two o'clock."])],
+        slug="plain",
+        members={reader: "read"},
+        embed_chunks=False,
+    )
+    run = query_retrieve(
+        user=reader,
+        collection="plain",
+        question="When do backups run?",
+        overrides={"retrieval": {"mode": "keyword"}},
+    )
+    assert run.citations[0]["snippet"] == "Backups run nightly at two o'clock."
+    assert "embedder" not in _step(run, "retrieve")["details"]
