@@ -46,7 +46,8 @@ def add_ask_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "--user",
         help="answer with this user's permissions and store the run under their name "
-        "(default: a local operator who may read every collection; the run is not stored)",
+        "(default: a local operator who may read every collection; the run is stored "
+        "without an owner)",
     )
     parser.add_argument("--json", dest="as_json", action="store_true", help="print one JSON object")
 
@@ -64,17 +65,17 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
     return overrides
 
 
-def _caller(username: str | None) -> tuple[Any, bool]:
-    """The user to answer as, and whether the run can be stored under them."""
+def _caller(username: str | None) -> Any:
+    """The user to answer as."""
     model = get_user_model()
     if username:
         user = model.objects.filter(**{model.USERNAME_FIELD: username}).first()
         if user is None:
             raise CommandError(f"no user named {username!r}", returncode=EXIT_BAD_INPUT)
-        return user, True
+        return user
     # Whoever runs manage.py already holds the database: a local operator may
-    # read every collection. It is not a stored account, so the run is not saved.
-    return model(**{model.USERNAME_FIELD: "local-operator"}, is_superuser=True), False
+    # read every collection. It is not a stored account; its runs have no owner.
+    return model(**{model.USERNAME_FIELD: "local-operator"}, is_superuser=True)
 
 
 def _one_line(exc: Exception) -> str:
@@ -82,7 +83,7 @@ def _one_line(exc: Exception) -> str:
 
 
 def _ask(command: BaseCommand, *, retrieval_only: bool, **options: Any) -> None:
-    user, store = _caller(options.get("user"))
+    user = _caller(options.get("user"))
     try:
         run = query_answer(
             user=user,
@@ -93,7 +94,6 @@ def _ask(command: BaseCommand, *, retrieval_only: bool, **options: Any) -> None:
             overrides=_overrides(options.get("options") or []),
             allow_fallback=options["allow_fallback"],
             retrieval_only=retrieval_only,
-            store=store,
         )
     except GenerationFailed as exc:
         raise CommandError(_one_line(exc), returncode=EXIT_FAILED) from exc
@@ -130,6 +130,8 @@ def render_text(payload: dict[str, Any]) -> str:
     total = (payload.get("timings") or {}).get("total_ms")
     if total is not None:
         lines.append(f"  total {total:.1f} ms")
+    if payload.get("id"):
+        lines.append(f"Stored as query run {payload['id']} (GET /api/query-runs/{payload['id']}).")
     return "\n".join(lines)
 
 

@@ -205,7 +205,8 @@ def query_answer_stream(
         _close(chat)
         raise
     run = QueryRun(
-        user=user if getattr(user, "is_authenticated", False) else None,
+        # Unsaved callers (the CLI's local operator) store runs without an owner.
+        user=user if getattr(user, "is_authenticated", False) and user.pk else None,
         collection=query.collection,
         question=query.question,
         profile=query.profile,

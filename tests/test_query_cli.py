@@ -193,3 +193,14 @@ def test_a_real_process_exits_2_and_prints_one_line(user):
     assert done.stdout == ""
     (line,) = [line for line in done.stderr.splitlines() if line.strip()]
     assert "unknown profile 'x'" in line and "fast" in line
+
+
+def test_runs_without_a_named_user_are_stored_without_an_owner(docs):
+    before = QueryRun.objects.count()
+    out = StringIO()
+    call_command("rag", "query", "--collection", docs.slug, "--json", QUESTION, stdout=out)
+    payload = json.loads(out.getvalue())
+    run = QueryRun.objects.get(pk=payload["id"])
+    assert QueryRun.objects.count() == before + 1
+    assert run.user is None
+    assert run.question == QUESTION
