@@ -1,0 +1,118 @@
+"""Plotly figures of the dashboard, rendered as HTML fragments.
+
+Figures are built with the ``plotly`` Python package and rendered without the
+library (``include_plotlyjs=False``); pages load the package's own bundled
+``plotly.min.js`` from ``eval:plotly_js``, never from a CDN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from eval_app.harness.aggregate import STAGE_KEYS
+from eval_app.models import EvalCaseResult, EvalRun
+from eval_app.selectors import SeriesPoint
+
+STAGE_LABELS = dict(EvalCaseResult.Stage.choices)
+_CONFIG = {"displaylogo": False, "responsive": True}
+_LAYOUT: dict[str, Any] = {
+    "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
+    "height": 320,
+    "template": "plotly_white",
+    "legend": {"orientation": "h", "y": -0.2},
+}
+
+
+def figure_html(figure: go.Figure, *, div_id: str) -> str:
+    """The figure as a ``<div>`` plus its inline script (plotly.js loaded by the page)."""
+    return figure.to_html(include_plotlyjs=False, full_html=False, config=_CONFIG, div_id=div_id)
+
+
+def _error_bars(points: Sequence[SeriesPoint]) -> dict[str, Any] | None:
+    if not any(p.low is not None for p in points):
+        return None
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [(p.high - p.value) if p.high is not None else 0 for p in points],
+        "arrayminus": [(p.value - p.low) if p.low is not None else 0 for p in points],
+    }
+
+
+def metric_over_time_figure(
+    metric: str, series: dict[str, list[SeriesPoint]], *, title: str = ""
+) -> go.Figure:
+    """One line per profile over the runs, with the 95% interval as error bars."""
+    figure = go.Figure()
+    for label, points in series.items():
+        figure.add_trace(
+            go.Scatter(
+                x=[p.when for p in points],
+                y=[p.value for p in points],
+                error_y=_error_bars(points),
+                mode="lines+markers",
+                name=label,
+                customdata=[[p.run_id, p.code_version] for p in points],
+                hovertemplate=(
+                    f"{label}<br>{metric} %{{y:.3f}}<br>run %{{customdata[0]}} · "
+                    "%{customdata[1]}<extra></extra>"
+                ),
+            )
+        )
+    figure.update_layout(title=title or metric, yaxis_title=metric, **_LAYOUT)
+    if not metric.startswith("latency"):
+        figure.update_yaxes(range=[0, 1.05])
+    return figure
+
+
+def quality_latency_figure(run: EvalRun, *, metric: str) -> go.Figure:
+    """Each profile as a point: latency p50 across, ``metric`` up (with its interval)."""
+    figure = go.Figure()
+    for label in run.profiles:
+        metrics = run.aggregates.get(label, {}).get("metrics", {})
+        quality = metrics.get(metric, {})
+        latency = metrics.get("latency_p50_ms", {})
+        if quality.get("value") is None or latency.get("value") is None:
+            continue
+        figure.add_trace(
+            go.Scatter(
+                x=[latency["value"]],
+                y=[quality["value"]],
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [quality["high"] - quality["value"]],
+                    "arrayminus": [quality["value"] - quality["low"]],
+                },
+                mode="markers+text",
+                text=[label],
+                textposition="top center",
+                name=label,
+                marker={"size": 12},
+            )
+        )
+    figure.update_layout(
+        title=f"{metric} against latency (p50)",
+        xaxis_title="latency p50 (ms)",
+        yaxis_title=metric,
+        **_LAYOUT,
+    )
+    figure.update_yaxes(range=[0, 1.05])
+    return figure
+
+
+def failure_stages_figure(run: EvalRun) -> go.Figure:
+    """Failed cases per profile, stacked by the stage that lost them."""
+    figure = go.Figure()
+    for stage in STAGE_KEYS:
+        counts = [run.failure_stages.get(label, {}).get(stage, 0) for label in run.profiles]
+        if not any(counts):
+            continue
+        figure.add_trace(go.Bar(x=list(run.profiles), y=counts, name=STAGE_LABELS[stage]))
+    figure.update_layout(
+        barmode="stack", title="Failed cases by stage", yaxis_title="cases", **_LAYOUT
+    )
+    return figure
