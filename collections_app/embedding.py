@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -55,7 +56,7 @@ class SentenceTransformerEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.profile.dimensions), dtype=np.float32)
-        with self._lock:
+        with self._lock, _threads_for(len(texts)):
             vectors = self._model.encode(
                 list(texts),
                 batch_size=self.batch_size,
@@ -67,6 +68,31 @@ class SentenceTransformerEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.tokenize(text))
+
+
+# Batches up to this size (a question, a few variants) run on one thread.
+SMALL_BATCH = 8
+
+
+@contextmanager
+def _threads_for(batch: int) -> Iterator[None]:
+    """One intra-op thread for tiny batches.
+
+    Encoding one question with torch's default threads took ~1 s on a loaded
+    2-core machine and ~86 ms with one thread: thread hand-offs dominate such
+    small work. Large ingestion batches keep every thread.
+    """
+    import torch
+
+    if batch > SMALL_BATCH:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 EMBEDDING_PROVIDERS: dict[str, Callable[..., Embedder]] = {
