@@ -15,24 +15,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
 from collections_app.embedding import Embedder, get_embedder
 from collections_app.ingestion import quarantine
-from collections_app.ingestion.chunking import chunk_id, get_chunker
+from collections_app.ingestion.chunking import get_chunker
 from collections_app.ingestion.fetch import fetch_url, read_path
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders import load_document
 from collections_app.ingestion.manifest import Manifest, manifest_load, manifest_save
 from collections_app.ingestion.report import IngestionReport, SourceOutcome
+from collections_app.ingestion.storage import (
+    chunks_drop_other_dimensions,
+    chunks_replace,
+    document_from_source,
+)
 from collections_app.ingestion.types import (
     ChunkDraft,
     EmbeddingProfileDrift,
     IngestionError,
     LoadedDocument,
-    PageSpan,
     RawSource,
 )
 from collections_app.ingestion.validators import validate_document
@@ -316,59 +318,13 @@ class IngestionRun:
             self._notify(f"ingested {p.source.location}")
 
     def _upsert(self, p: _Pending, vectors: Any) -> None:
-        """Write the new chunks, then drop the old ones, in one transaction.
-
-        Readers see either the old version or the new one, never neither.
-        """
-        chunks = [
-            Chunk(
-                # Ids are per collection: two collections may hold the same file.
-                id=chunk_id(
-                    location=f"{self.collection.pk}:{p.source.location}",
-                    content_hash=p.content_hash,
-                    ordinal=d.ordinal,
-                ),
-                collection=self.collection,
-                source=p.source,
-                source_hash=p.content_hash,
-                ordinal=d.ordinal,
-                text=d.text,
-                char_start=d.char_start,
-                char_end=d.char_end,
-                page=d.page,
-                section_path=d.section_path,
-                token_count=d.token_count,
-                metadata=d.metadata,
-                embedding=vec,
-            )
-            for d, vec in zip(p.drafts, vectors, strict=True)
-        ]
-        with transaction.atomic():
-            Chunk.objects.bulk_create(
-                chunks,
-                batch_size=500,
-                update_conflicts=True,
-                unique_fields=["id"],
-                update_fields=[
-                    "text",
-                    "char_start",
-                    "char_end",
-                    "page",
-                    "section_path",
-                    "token_count",
-                    "metadata",
-                    "embedding",
-                    "source_hash",
-                    "ordinal",
-                ],
-            )
-            Chunk.objects.filter(source=p.source).exclude(id__in=[c.id for c in chunks]).delete()
-            p.source.status = Source.Status.READY
-            p.source.content_hash = p.content_hash
-            p.source.chunk_count = len(chunks)
-            p.source.ingested_at = timezone.now()
-            p.source.metadata.pop("pending_hash", None)
-            p.source.save()
+        chunks_replace(
+            collection=self.collection,
+            source=p.source,
+            content_hash=p.content_hash,
+            drafts=p.drafts,
+            vectors=vectors,
+        )
         self._changed = True
 
     # --- removal, failure, finish ---------------------------------------------------
@@ -436,23 +392,12 @@ class IngestionRun:
         self.report.index_version = self.collection.index_version
 
     def _drop_stale_dimensions(self) -> None:
-        """After a reindex to another size, chunks that could not be re-embedded must go.
-
-        Their vectors no longer fit the collection's index; their sources keep
-        the failure reason and can be ingested again.
-        """
-        dims = int(self.profile["dimensions"])
-        stale = Chunk.objects.filter(collection=self.collection).extra(
-            where=["vector_dims(embedding) <> %s"], params=[dims]
+        removed = chunks_drop_other_dimensions(
+            collection=self.collection, dimensions=int(self.profile["dimensions"])
         )
-        source_ids = set(stale.values_list("source_id", flat=True))
-        if source_ids:
-            stale.delete()
-            Source.objects.filter(pk__in=source_ids).update(
-                status=Source.Status.FAILED, chunk_count=0
-            )
+        if removed:
             self.report.warnings.append(
-                f"{len(source_ids)} source(s) could not be re-embedded with the new model and "
+                f"{removed} source(s) could not be re-embedded with the new model and "
                 "were removed from the index until they are ingested again"
             )
 
@@ -476,19 +421,3 @@ class _StageTimer:
         self.totals[self.name] = (
             self.totals.get(self.name, 0.0) + time.perf_counter() - self.started
         )
-
-
-def document_from_source(source: Source) -> LoadedDocument:
-    """Rebuild the LoadedDocument stored on a source (for quarantine approval)."""
-    pages = [PageSpan(n, s, e, bool(t)) for n, s, e, t in source.metadata.get("pages", [])]
-    meta = {
-        k: v for k, v in source.metadata.items() if k not in {"pages", "warnings", "pending_hash"}
-    }
-    return LoadedDocument(
-        text=source.text,
-        kind=source.kind,
-        mime=source.mime,
-        title=source.title,
-        metadata=meta,
-        pages=pages,
-    )
