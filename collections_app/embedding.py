@@ -36,7 +36,9 @@ class Embedder(Protocol):
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on the CPU (or the configured device)."""
 
-    def __init__(self, *, model: str, model_name: str = "", batch_size: int = 64, device: str = "cpu"):
+    def __init__(
+        self, *, model: str, model_name: str = "", batch_size: int = 64, device: str = "cpu"
+    ):
         # Never reach for a model hub: models are local directories or cached ids.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
