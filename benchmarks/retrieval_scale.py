@@ -234,6 +234,7 @@ def explain(collection: object, query: str) -> None:
     literal = "[" + ",".join(f"{x:.6f}" for x in vec) + "]"
     dims = len(vec)
     with connection.cursor() as cur:
+        cur.execute("SET hnsw.ef_search = 100")
         cur.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT id FROM collections_app_chunk WHERE "
             + vector_index_predicate(collection_id=collection.pk, dimensions=dims)
@@ -242,13 +243,13 @@ def explain(collection: object, query: str) -> None:
             + " LIMIT 50",
             [literal],
         )
-        print("    vector plan: " + " | ".join(r[0].strip() for r in cur.fetchall()[:4]))
+        print("    vector plan: " + " | ".join(r[0].strip()[:100] for r in cur.fetchall()[:4]))
         cur.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT id FROM collections_app_chunk "
             "WHERE collection_id = %s AND search_vector @@ websearch_to_tsquery('english', %s) LIMIT 50",
             [collection.pk, " or ".join(query.split()[:5])],
         )
-        print("    keyword plan: " + " | ".join(r[0].strip() for r in cur.fetchall()[:4]))
+        print("    keyword plan: " + " | ".join(r[0].strip()[:100] for r in cur.fetchall()[:4]))
 
 
 def hnsw_recall(collection: object, queries: list[str], k: int = 10) -> float:
