@@ -42,14 +42,9 @@ def handle_ingest(command: BaseCommand, **options: Any) -> None:
             )
         if options["chunking"]:
             # Fail before enqueueing anything when the name is unknown.
-            from collections_app.ingestion.chunking import CHUNKERS
-            from collections_app.ingestion.types import UnknownChunker
+            from collections_app.ingestion.chunking import chunker_factory
 
-            if options["chunking"] not in CHUNKERS:
-                raise UnknownChunker(
-                    f"unknown chunking strategy {options['chunking']!r}; "
-                    f"known: {', '.join(sorted(CHUNKERS))}"
-                )
+            chunker_factory(options["chunking"])
         if options["run_async"]:
             job, _ = ingestion_job_enqueue(
                 collection=collection,

@@ -54,17 +54,13 @@ def collection_create(
     """Create a collection; its creator becomes its admin."""
     from django.conf import settings
 
-    from collections_app.ingestion.chunking import CHUNKERS
-    from collections_app.ingestion.types import UnknownChunker
+    from collections_app.ingestion.chunking import chunker_factory
 
     slug = slug or slugify(name)
     if not slug:
         raise ValueError("a collection needs a name made of letters or digits")
     strategy = chunking_strategy or settings.RAG["ingestion"]["default_chunking"]
-    if strategy not in CHUNKERS:
-        raise UnknownChunker(
-            f"unknown chunking strategy {strategy!r}; known: {', '.join(sorted(CHUNKERS))}"
-        )
+    chunker_factory(strategy)
     if Collection.objects.filter(slug=slug).exists():
         raise CollectionExists(f"a collection with the slug {slug!r} already exists")
     with transaction.atomic():

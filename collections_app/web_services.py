@@ -205,13 +205,9 @@ def collection_update(
     The chunking strategy applies to the next ingestion; the manifest notices the
     new chunker settings and re-chunks each source then.
     """
-    from collections_app.ingestion.chunking import CHUNKERS
-    from collections_app.ingestion.types import UnknownChunker
+    from collections_app.ingestion.chunking import chunker_factory
 
-    if chunking_strategy not in CHUNKERS:
-        raise UnknownChunker(
-            f"unknown chunking strategy {chunking_strategy!r}; known: {', '.join(sorted(CHUNKERS))}"
-        )
+    chunker_factory(chunking_strategy)
     collection.name = name
     collection.description = description
     collection.chunking_strategy = chunking_strategy

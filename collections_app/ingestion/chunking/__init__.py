@@ -44,6 +44,15 @@ CHUNKERS: dict[str, Callable[..., Chunker]] = {
 }
 
 
+def chunker_factory(name: str) -> Callable[..., Chunker]:
+    """The factory registered as ``name``; UnknownChunker (listing the known names) otherwise."""
+    try:
+        return CHUNKERS[name]
+    except KeyError:
+        known = ", ".join(sorted(CHUNKERS))
+        raise UnknownChunker(f"unknown chunking strategy {name!r}; known: {known}") from None
+
+
 def get_chunker(
     name: str, *, options: Mapping[str, Any] | None = None, embedder: Embedder
 ) -> Chunker:
@@ -52,12 +61,7 @@ def get_chunker(
     Raises UnknownChunker (listing the known names) for an unknown name and
     InvalidChunkingOptions for an unknown option or a value out of range.
     """
-    try:
-        factory = CHUNKERS[name]
-    except KeyError:
-        known = ", ".join(sorted(CHUNKERS))
-        raise UnknownChunker(f"unknown chunking strategy {name!r}; known: {known}") from None
-    return factory(embedder=embedder, options=options)
+    return chunker_factory(name)(embedder=embedder, options=options)
 
 
 def chunk_id(*, location: str, content_hash: str, ordinal: int) -> str:
