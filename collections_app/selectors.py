@@ -40,10 +40,30 @@ def collection_get_for_user(
     A collection the user may not read is reported exactly like a missing one,
     so its existence does not leak.
     """
-    try:
-        return collections_for_user(user, role=role).get(slug=slug)
-    except Collection.DoesNotExist:
-        raise CollectionNotFound(f"no collection {slug!r}") from None
+    return collection_and_role_for_user(user, slug=slug, role=role)[0]
+
+
+def collection_and_role_for_user(
+    user: AbstractBaseUser | AnonymousUser, *, slug: str, role: str = "read"
+) -> tuple[Collection, str]:
+    """The collection ``slug`` and the user's role on it, in one query; else CollectionNotFound.
+
+    The role must be at least ``role``; superusers are admins of every collection.
+    """
+    if user.is_authenticated and user.is_superuser:
+        found = Collection.objects.filter(slug=slug).first()
+        if found is not None:
+            return found, CollectionMembership.Role.ADMIN
+    elif user.is_authenticated:
+        allowed = [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
+        membership = (
+            CollectionMembership.objects.select_related("collection")
+            .filter(user=user, collection__slug=slug, role__in=allowed)
+            .first()
+        )
+        if membership is not None:
+            return membership.collection, membership.role
+    raise CollectionNotFound(f"no collection {slug!r}")
 
 
 def user_role(user: AbstractBaseUser | AnonymousUser, collection: Collection) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 from collections_app.models import Collection
-from collections_app.selectors import CollectionNotFound, collection_get_for_user, user_role
+from collections_app.selectors import CollectionNotFound, collection_and_role_for_user
 from query_app.chat import ChatClient, OpenAICompatibleChatClient, chat_client_from_settings
 from query_app.exceptions import (
     ChatNotConfigured,
@@ -27,7 +27,6 @@ from query_app.exceptions import (
     QuestionTooLong,
 )
 from query_app.models import QueryRun
-from query_app.pipeline.cache import current_index_version
 from query_app.pipeline.options import QueryLimits
 from query_app.pipeline.profiles import options_resolve
 from query_app.pipeline.rerankers import load_cross_encoder
@@ -66,13 +65,14 @@ def question_validate(question: str, *, limits: QueryLimits) -> str:
     return text
 
 
-def _collection_for(user: User, collection: Collection | str) -> Collection:
+def _collection_for(user: User, collection: Collection | str) -> tuple[Collection, str]:
+    """The collection, read fresh (its index version included), and the user's role on it."""
     slug = collection if isinstance(collection, str) else collection.slug
     # Re-checked even for an instance: the permission may have changed.
-    found = collection_get_for_user(user, slug=slug, role="read")
+    found, role = collection_and_role_for_user(user, slug=slug, role="read")
     if isinstance(collection, Collection) and found.pk != collection.pk:
         raise CollectionNotFound(f"no collection {slug!r}")
-    return found
+    return found, role
 
 
 def query_prepare(
@@ -89,7 +89,7 @@ def query_prepare(
     chat: ChatClient | None = None,
 ) -> RagQuery:
     """Check permission and input and resolve the options; raise before any work is done."""
-    target = _collection_for(user, collection)
+    target, role = _collection_for(user, collection)
     limits = QueryLimits.from_settings()
     text = question_validate(question, limits=limits)
     name, options = options_resolve(
@@ -110,7 +110,6 @@ def query_prepare(
             "generation.generator is 'llm' but no chat model is configured "
             "(set RAG_CHAT_BASE_URL and RAG_CHAT_MODEL)"
         )
-    role = user_role(user, target) or "none"
     return RagQuery(
         question=text,
         collection=target,
@@ -214,7 +213,8 @@ def query_answer_stream(
         overrides=dict(overrides or {}) | ({"rerank.top_n": top_n} if top_n is not None else {}),
         retrieval_only=retrieval_only,
         allow_fallback=allow_fallback,
-        index_version=current_index_version(query.collection),
+        # The collection was read at the start of this request: its version is current.
+        index_version=query.collection.index_version,
     )
     return _run_events(query, run, chat=chat, store=store)
 

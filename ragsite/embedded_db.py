@@ -50,7 +50,6 @@ def embedded_database_settings(*, data_dir: Path, name: str) -> dict[str, object
         "PASSWORD": "",
         "HOST": host,
         "PORT": str(uri.port or ""),
-        "CONN_MAX_AGE": 0,
     }
 
 

@@ -99,7 +99,7 @@ DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     import dj_database_url
 
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
     EMBEDDED_DATABASE = False
 else:
     from ragsite.embedded_db import embedded_database_settings
@@ -110,6 +110,10 @@ else:
         )
     }
     EMBEDDED_DATABASE = True
+# Connections are kept between requests (opening one costs several milliseconds)
+# and checked before reuse, so a restarted database server is not an error.
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("RAGSITE_DB_CONN_MAX_AGE", 60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Test databases get their own name so several test runs can share one server.
 DATABASES["default"]["TEST"] = {"NAME": env_str("RAGSITE_TEST_DB_NAME", "test_ragsite")}
 

@@ -1,9 +1,9 @@
 """Caching of the first three stages (transform → retrieve → fuse) in the Django cache.
 
 The key covers everything the passages depend on: the collection and its
-``index_version`` (bumped by every ingestion that changes chunks, and read
-fresh from the database for every lookup, so a re-ingested collection never
-serves stale passages), its embedding profile, the options of those stages,
+``index_version`` (bumped by every ingestion that changes chunks; the
+collection is read fresh from the database when the query is prepared, with
+its permission check, so a re-ingested collection never serves stale passages), its embedding profile, the options of those stages,
 the question, and the caller's permission scope. Access is checked before the
 cache is consulted; the scope in the key keeps entries from ever crossing
 callers who see a collection differently.
@@ -18,24 +18,16 @@ from typing import Any
 
 from django.core.cache import cache
 
-from collections_app.models import Collection
 from query_app.pipeline.types import RagQuery
 
 KEY_PREFIX = "rag:retrieval:v1:"
-
-
-def current_index_version(collection: Collection) -> int:
-    version = (
-        Collection.objects.filter(pk=collection.pk).values_list("index_version", flat=True).first()
-    )
-    return int(version if version is not None else collection.index_version)
 
 
 def retrieval_cache_key(query: RagQuery) -> str:
     o = query.options
     payload = {
         "collection": query.collection.pk,
-        "index_version": current_index_version(query.collection),
+        "index_version": query.collection.index_version,
         "embedding": query.collection.embedding_profile,
         "transform": asdict(o.transform),
         "retrieval": asdict(o.retrieval),
