@@ -21,7 +21,7 @@ from collections_app.embedding import Embedder, get_embedder
 from collections_app.models import Chunk, Collection
 from collections_app.vector_index import vector_index_predicate
 from query_app.exceptions import EmbeddingProfileMismatch
-from query_app.pipeline.keyword import keyword_search
+from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.types import Candidate, LegHit
 
@@ -113,9 +113,14 @@ def retrieve_probe(
     probe_index: int,
     vector: np.ndarray | None,
     options: QueryOptions,
+    keyword: KeywordResult | None = None,
     with_embeddings: bool = False,
 ) -> ProbeResult:
-    """Run the configured legs for one probe; fuse them when there are two."""
+    """Run the configured legs for one probe; fuse them when there are two.
+
+    ``keyword`` is the keyword leg's result when the caller already ran it
+    (hybrid retrieval runs it while the probes are being embedded).
+    """
     legs = RETRIEVAL_MODES[options.retrieval.mode]
     k = options.candidate_k
     leg_hits: dict[str, list[tuple[str, float]]] = {}
@@ -129,7 +134,9 @@ def retrieve_probe(
         )
         details["vector"] = {"hits": len(leg_hits["vector"]), "ef_search": options.ef_search}
     if "keyword" in legs:
-        result = keyword_search(collection=collection, text=probe, k=k, options=options.retrieval)
+        result = keyword or keyword_search(
+            collection=collection, text=probe, k=k, options=options.retrieval
+        )
         leg_hits["keyword"] = [(hit.chunk_id, hit.score) for hit in result.hits]
         coverage = {hit.chunk_id: hit.coverage for hit in result.hits}
         # Every keyword hit contains the codes / quoted phrases the question required.

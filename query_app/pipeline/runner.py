@@ -10,7 +10,9 @@ the reason in its details.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from query_app.chat import ChatClient, CountingChatClient
@@ -19,6 +21,7 @@ from query_app.pipeline.cache import retrieval_cache_get, retrieval_cache_key, r
 from query_app.pipeline.fusion import fuse
 from query_app.pipeline.generation import RESET, GenerationResult, generate
 from query_app.pipeline.groundedness import check_groundedness
+from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.options import FloorOptions
 from query_app.pipeline.rerankers import RERANKERS
 from query_app.pipeline.retrieval import RETRIEVAL_MODES, collection_embedder, retrieve_probe
@@ -37,6 +40,19 @@ from query_app.pipeline.types import (
 )
 
 logger = logging.getLogger(__name__)
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """The thread that embeds probes during hybrid retrieval (made on first use, after any fork)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            # The embedder serialises encoding with its own lock: one thread is enough.
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
+        return _pool
 
 
 def pipeline_answer(query: RagQuery, *, chat: ChatClient | None) -> RagAnswer:
@@ -218,20 +234,38 @@ def _retrieve_stages(
 
     with timed_step("retrieve") as step:
         legs = RETRIEVAL_MODES[o.retrieval.mode]
-        vectors: list[Any] = [None] * len(transformed.probes)
+        probes = transformed.probes
+        vectors: list[Any] = [None] * len(probes)
+        keyword: list[KeywordResult | None] = [None] * len(probes)
+        encoding: Future[Any] | None = None
         if "vector" in legs:
             embedder = collection_embedder(query.collection)
-            vectors = list(embedder.encode(transformed.probes))
             step.details["embedder"] = embedder.profile.model
+            if "keyword" in legs:
+                # Hybrid: the probes are embedded on another thread while
+                # Postgres runs the keyword leg, so the legs overlap.
+                encoding = _embedding_pool().submit(embedder.encode, probes)
+            else:
+                vectors = list(embedder.encode(probes))
+        if "keyword" in legs:
+            keyword = [
+                keyword_search(
+                    collection=query.collection, text=p, k=o.candidate_k, options=o.retrieval
+                )
+                for p in probes
+            ]
+        if encoding is not None:
+            vectors = list(encoding.result())
         per_probe = []
         probe_details = []
-        for index, (probe, vector) in enumerate(zip(transformed.probes, vectors, strict=True)):
+        for index, (probe, vector) in enumerate(zip(probes, vectors, strict=True)):
             result = retrieve_probe(
                 collection=query.collection,
                 probe=probe,
                 probe_index=index,
                 vector=vector,
                 options=o,
+                keyword=keyword[index],
                 with_embeddings=o.fusion.mmr,
             )
             per_probe.append(result.candidates)
