@@ -121,12 +121,25 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False, char_span=True)
 
 
+# A Markdown heading line ("## Backups"): a title, never part of a sentence.
+HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.MULTILINE)
+
+
+def is_heading(sentence: str) -> bool:
+    return bool(HEADING_RE.fullmatch(sentence))
+
+
 def split_sentences(text: str) -> list[Sentence]:
-    """Sentences of ``text`` with their character offsets; blank lines also split."""
+    """Sentences of ``text`` with their character offsets.
+
+    Blank lines also split, and a Markdown heading line is a piece of its own
+    (``is_heading`` tells it apart), so a title never runs into the sentence
+    after it.
+    """
     result: list[Sentence] = []
     offset = 0
-    for block in re.split(r"(\n\s*\n)", text):
-        if block.strip() and not block.startswith("\n"):
+    for block in re.split(r"(\n\s*\n|^[ \t]{0,3}#{1,6}[ \t].*$)", text, flags=re.MULTILINE):
+        if block.strip():  # blank-line separators hold only whitespace
             with _segmenter_lock:
                 spans = _segmenter().segment(block)
             for span in spans:
@@ -148,11 +161,14 @@ def answer_sentences(text: str) -> list[tuple[str, list[int]]]:
     """An answer's sentences without markers, each with the markers that cite it.
 
     A marker written after the full stop ("... purchase. [1] Next ...") belongs
-    to the sentence before it, not to the one it happens to precede.
+    to the sentence before it, not to the one it happens to precede. Markdown
+    heading lines are left out.
     """
     result: list[tuple[str, list[int]]] = []
     for sentence in split_sentences(text):
         body = sentence.text
+        if is_heading(body):
+            continue  # a title in the answer claims nothing
         leading = _LEADING_MARKERS_RE.match(body)
         if leading:
             if result:

@@ -126,6 +126,15 @@ def test_extractive_answer_prefers_sentences_sharing_the_question_words():
     assert details["sentences"] == 1
 
 
+def test_extractive_answer_never_quotes_a_markdown_heading():
+    text = "## Backups run nightly\nBackups run nightly at two and are kept for ninety days."
+    context, _, _ = assemble([cand("a", 0.9, text=text)], options=ContextOptions())
+    answer, _ = extractive_answer("When do backups run nightly?", context, max_sentences=2)
+    # The heading shares more words with the question, but it is a title, not an answer;
+    # it does not run into the sentence under it either.
+    assert answer == "Backups run nightly at two and are kept for ninety days. [1]"
+
+
 def test_heuristic_groundedness_flags_unsupported_sentences():
     candidates = [cand("a", 0.9, text="Backups run nightly at two and are kept for ninety days.")]
     context, _, _ = assemble(candidates, options=ContextOptions())
@@ -139,3 +148,13 @@ def test_heuristic_groundedness_flags_unsupported_sentences():
     assert bad.grounded is False
     assert bad.score == 0.5
     assert bad.unsupported == ["Restores are instant and free of charge."]
+
+
+def test_heuristic_groundedness_does_not_judge_markdown_headings():
+    context, _, _ = assemble(
+        [cand("a", 0.9, text="Backups run nightly at two.")], options=ContextOptions()
+    )
+    result = check_heuristic(
+        "## Schedule overview\nBackups run nightly at two [1].", context, min_support=0.6
+    )
+    assert (result.grounded, result.score, result.unsupported) == (True, 1.0, [])
