@@ -32,7 +32,7 @@ from query_app.exceptions import QueryError
 from query_app.forms import AskForm, HistoryFilterForm, RerunForm
 from query_app.models import QueryRun
 from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, TokenEvent
-from query_app.presentation import StageRow, answer_html, stage_summary, trace_rows
+from query_app.presentation import StageRow, answer_html, stage_summary, trace_html, trace_rows
 from query_app.selectors import QueryRunNotFound, query_run_get_for_user, query_runs_for_user
 from query_app.services import RunEvent, query_answer, query_answer_stream, query_run_rerun
 
@@ -62,6 +62,10 @@ class AnswerView:
     rows: list[StageRow]
     unsupported: list[str]
     rerun_form: RerunForm
+
+    @property
+    def trace_html(self) -> SafeString:
+        return trace_html(self.rows)
 
     @property
     def target(self) -> str:
