@@ -312,7 +312,7 @@ class TermStat(models.Model):
     """Document frequency of one lexeme in one collection (for BM25-style IDF).
 
     Refreshed from the chunks' tsvectors after every ingestion that changed
-    chunks (``collections_app.services.collection_term_stats_refresh``).
+    chunks (``collections_app.keyword_stats.collection_term_stats_refresh``).
     """
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="term_stats")

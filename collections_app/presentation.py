@@ -10,7 +10,7 @@ from collections_app.highlight import signal_windows, signals_with_offsets
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders.base import format_bytes
 from collections_app.models import IngestionJob, QuarantineItem
-from collections_app.web_selectors import JobRow, job_rows
+from collections_app.selectors import JobRow, job_rows
 
 
 @dataclass

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from dataclasses import dataclass
 
-from collections_app.models import Collection, CollectionMembership
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from collections_app.models import (
+    Collection,
+    CollectionMembership,
+    IngestionJob,
+    QuarantineItem,
+    Source,
+)
 
 ROLE_RANK = {
     CollectionMembership.Role.READ: 1,
@@ -79,3 +88,116 @@ def user_role(user: AbstractBaseUser | AnonymousUser, collection: Collection) ->
 def user_can(user: AbstractBaseUser | AnonymousUser, collection: Collection, role: str) -> bool:
     current = user_role(user, collection)
     return current is not None and ROLE_RANK[current] >= ROLE_RANK[role]
+
+
+# Who may review the quarantine of a collection: approving indexes content the
+# injection validator flagged, so it takes the strongest role.
+REVIEW_ROLE = CollectionMembership.Role.ADMIN
+
+
+def collection_overviews(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Collection]:
+    """The user's collections with source/chunk counts, last ingestion and latest job status."""
+    sources = Source.objects.filter(collection=OuterRef("pk")).values("collection")
+    latest_job = IngestionJob.objects.filter(collection=OuterRef("pk")).order_by("-created_at")
+    pending = QuarantineItem.objects.filter(
+        collection=OuterRef("pk"), review_status=QuarantineItem.ReviewStatus.PENDING
+    ).values("collection")
+    return collections_for_user(user).annotate(
+        source_count=Coalesce(
+            Subquery(sources.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), 0
+        ),
+        chunk_count=Coalesce(
+            Subquery(
+                sources.annotate(n=Sum("chunk_count")).values("n"), output_field=IntegerField()
+            ),
+            0,
+        ),
+        failed_count=Coalesce(
+            Subquery(
+                sources.filter(status=Source.Status.FAILED).annotate(n=Count("pk")).values("n"),
+                output_field=IntegerField(),
+            ),
+            0,
+        ),
+        quarantined_count=Coalesce(
+            Subquery(pending.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), 0
+        ),
+        last_ingested=Subquery(sources.annotate(t=Max("ingested_at")).values("t")),
+        job_status=Subquery(latest_job.values("status")[:1]),
+    )
+
+
+def collection_sources(collection: Collection) -> QuerySet[Source]:
+    """The collection's sources for the sources table (without their text)."""
+    return collection.sources.defer("text", "metadata").order_by("location")
+
+
+def collection_jobs(collection: Collection, *, limit: int = 5) -> list[IngestionJob]:
+    """The collection's most recent ingestion jobs, newest first."""
+    return list(collection.jobs.select_related("created_by")[:limit])
+
+
+@dataclass
+class JobRow:
+    """One source of a job as the progress panel shows it."""
+
+    name: str
+    status: str
+    reason: str = ""
+    chunks: int = 0
+    source_id: int | None = None
+    signals: tuple[str, ...] = ()
+
+
+def job_rows(job: IngestionJob) -> list[JobRow]:
+    """Per-source statuses of a job: from its report once it has one, else what was asked."""
+    reported = (job.report or {}).get("sources") or []
+    if reported:
+        return [
+            JobRow(
+                name=_short(s.get("location", "")),
+                status=s.get("status", ""),
+                reason=s.get("reason", ""),
+                chunks=int(s.get("chunks_written") or 0),
+                source_id=s.get("source_id"),
+                signals=tuple(s.get("signals") or ()),
+            )
+            for s in reported
+        ]
+    request = job.request or {}
+    names = dict(
+        Source.objects.filter(
+            collection_id=job.collection_id, pk__in=request.get("source_ids", [])
+        ).values_list("pk", "location")
+    )
+    rows = [JobRow(name=_short(loc), status="queued", source_id=pk) for pk, loc in names.items()]
+    rows += [JobRow(name=loc, status="queued") for loc in request.get("locations", [])]
+    return rows
+
+
+def _short(location: str) -> str:
+    if location.startswith("upload:"):
+        return location.removeprefix("upload:")
+    return location
+
+
+def reviewable_collections(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Collection]:
+    """Collections whose quarantine the user reviews."""
+    return collections_for_user(user, role=REVIEW_ROLE)
+
+
+def quarantine_queue(
+    user: AbstractBaseUser | AnonymousUser, *, status: str = QuarantineItem.ReviewStatus.PENDING
+) -> QuerySet[QuarantineItem]:
+    """Quarantine items of the collections the user reviews, newest first."""
+    items = QuarantineItem.objects.filter(collection__in=reviewable_collections(user))
+    if status:
+        items = items.filter(review_status=status)
+    return items.select_related("collection", "source", "provenance", "reviewer")
+
+
+def quarantine_pending_count(user: AbstractBaseUser | AnonymousUser) -> int:
+    """How many items await this user's review (shown in the navigation)."""
+    if not user.is_authenticated:
+        return 0
+    return quarantine_queue(user).count()

@@ -31,29 +31,25 @@ from collections_app.presentation import job_panel, max_file_size, quarantine_en
 from collections_app.selectors import (
     CollectionNotFound,
     collection_get_for_user,
-    user_can,
-    user_role,
-)
-from collections_app.services import (
-    CollectionExists,
-    collection_create,
-    collection_delete,
-    source_remove,
-)
-from collections_app.web_selectors import (
     collection_jobs,
     collection_overviews,
     collection_sources,
     quarantine_pending_count,
     quarantine_queue,
+    user_can,
+    user_role,
 )
-from collections_app.web_services import (
+from collections_app.services import (
+    CollectionExists,
     Intake,
     LastAdmin,
+    collection_create,
+    collection_delete,
     collection_update,
     membership_change,
     quarantine_decide,
     source_reingest,
+    source_remove,
     uploads_accept,
     urls_accept,
 )

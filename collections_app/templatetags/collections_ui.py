@@ -9,7 +9,7 @@ from django import template
 from django.utils import timezone
 from django.utils.timesince import timesince
 
-from collections_app.web_selectors import quarantine_pending_count
+from collections_app.selectors import quarantine_pending_count
 
 register = template.Library()
 

@@ -14,10 +14,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app.models import Collection
-from collections_app.selectors import CollectionNotFound
-from collections_app.services import CollectionExists, collection_create, collection_delete
-from collections_app.web_selectors import collection_overviews
-from collections_app.web_services import membership_change
+from collections_app.selectors import CollectionNotFound, collection_overviews
+from collections_app.services import (
+    CollectionExists,
+    collection_create,
+    collection_delete,
+    membership_change,
+)
 from ragsite.api.access import collection_for
 from ragsite.api.errors import TranslatedErrorsMixin
 from ragsite.api.serializers import (

@@ -19,8 +19,7 @@ from rest_framework.views import exception_handler
 
 from collections_app.ingestion.types import IngestionError
 from collections_app.selectors import CollectionNotFound
-from collections_app.services import CollectionExists, ReviewError
-from collections_app.web_services import LastAdmin
+from collections_app.services import CollectionExists, LastAdmin, ReviewError
 from query_app.exceptions import (
     ConfigurationError,
     EmbeddingProfileMismatch,

@@ -10,9 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app.models import QuarantineItem
-from collections_app.services import quarantine_approve, quarantine_reject
-from collections_app.web_selectors import quarantine_queue
-from collections_app.web_services import quarantine_decide
+from collections_app.selectors import quarantine_queue
+from collections_app.services import quarantine_approve, quarantine_decide, quarantine_reject
 from ragsite.api.access import collection_for, object_or_404
 from ragsite.api.errors import TranslatedErrorsMixin
 from ragsite.api.serializers import (

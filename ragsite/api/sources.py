@@ -13,8 +13,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from collections_app.models import IngestionJob, Source
-from collections_app.services import source_remove
-from collections_app.web_services import Intake, source_reingest, uploads_accept, urls_accept
+from collections_app.services import (
+    Intake,
+    source_reingest,
+    source_remove,
+    uploads_accept,
+    urls_accept,
+)
 from ragsite.api.access import IDEMPOTENCY_HEADER, collection_for, object_or_404, request_key
 from ragsite.api.errors import TranslatedErrorsMixin
 from ragsite.api.serializers import (

@@ -1,4 +1,7 @@
-"""Write-side operations on collections: create, ingest, review, remove."""
+"""Ingestion jobs: expand what to read, record a job, run it with live progress.
+
+A job row carries the progress the pages poll; a form submitted twice with the
+same one-time token (``request_key``) starts no second job."""
 
 from __future__ import annotations
 
@@ -9,140 +12,21 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
-from django.utils.text import slugify
 
 from collections_app.ingestion.fetch import expand_locations
 from collections_app.ingestion.pipeline import IngestionRun, WorkItem
 from collections_app.ingestion.report import IngestionReport, SourceOutcome
 from collections_app.ingestion.types import IngestionError
-from collections_app.models import (
-    Collection,
-    CollectionMembership,
-    IngestionJob,
-    QuarantineItem,
-    Source,
-)
-from collections_app.vector_index import vector_index_drop
+from collections_app.models import Collection, IngestionJob, Source
 
 logger = logging.getLogger(__name__)
 
 GLOB_CHARS = set("*?[")
 
-
-class CollectionExists(Exception):
-    """A collection with that slug already exists."""
-
-
-class ReviewError(Exception):
-    """A quarantine decision is incomplete (e.g. a rejection without a reason)."""
-
-
-def collection_create(
-    *,
-    name: str,
-    slug: str = "",
-    description: str = "",
-    user: AbstractBaseUser | None = None,
-    chunking_strategy: str = "",
-    chunking_options: dict[str, Any] | None = None,
-    embedding_config: dict[str, Any] | None = None,
-) -> Collection:
-    """Create a collection; its creator becomes its admin."""
-    from django.conf import settings
-
-    from collections_app.ingestion.chunking import chunker_factory
-
-    slug = slug or slugify(name)
-    if not slug:
-        raise ValueError("a collection needs a name made of letters or digits")
-    strategy = chunking_strategy or settings.RAG["ingestion"]["default_chunking"]
-    chunker_factory(strategy)
-    if Collection.objects.filter(slug=slug).exists():
-        raise CollectionExists(f"a collection with the slug {slug!r} already exists")
-    with transaction.atomic():
-        collection = Collection.objects.create(
-            name=name,
-            slug=slug,
-            description=description,
-            created_by=user if user is not None and user.is_authenticated else None,
-            chunking_strategy=strategy,
-            chunking_options=chunking_options or {},
-            embedding_config=embedding_config or {},
-        )
-        if user is not None and user.is_authenticated:
-            CollectionMembership.objects.create(
-                collection=collection, user=user, role=CollectionMembership.Role.ADMIN
-            )
-    return collection
-
-
-def collection_delete(*, collection: Collection) -> None:
-    """Delete a collection with its sources, chunks and vector index."""
-    collection_id = collection.pk
-    for source in collection.sources.exclude(file=""):
-        source.file.delete(save=False)
-    collection.delete()
-    vector_index_drop(collection_id=collection_id)
-
-
-def collection_index_bump(*, collection_id: int) -> int:
-    """Bump the collection's index version (caches key on it); return the new value."""
-    Collection.objects.filter(pk=collection_id).update(index_version=F("index_version") + 1)
-    return Collection.objects.values_list("index_version", flat=True).get(pk=collection_id)
-
-
-def membership_set(*, collection: Collection, user: AbstractBaseUser, role: str | None) -> None:
-    """Give ``user`` a role on the collection, or remove it (role None)."""
-    if role is None:
-        CollectionMembership.objects.filter(collection=collection, user=user).delete()
-        return
-    if role not in CollectionMembership.Role.values:
-        raise ValueError(
-            f"unknown role {role!r}; known: {', '.join(CollectionMembership.Role.values)}"
-        )
-    CollectionMembership.objects.update_or_create(
-        collection=collection, user=user, defaults={"role": role}
-    )
-
-
-def source_upload_create(
-    *, collection: Collection, upload: UploadedFile, user: AbstractBaseUser | None = None
-) -> Source:
-    """Store an uploaded file as a source (ingested later by a job)."""
-    name = Path(upload.name or "upload").name
-    location = f"upload:{name}"
-    source, _ = Source.objects.get_or_create(
-        collection=collection, location=location, defaults={"origin": Source.Origin.UPLOAD}
-    )
-    if source.file:
-        source.file.delete(save=False)
-    source.file.save(name, upload, save=False)
-    source.size_bytes = upload.size or 0
-    source.status = Source.Status.PENDING
-    source.error = ""
-    source.save()
-    return source
-
-
-def source_remove(*, source: Source) -> None:
-    """Remove a source, its chunks and its manifest entry."""
-    from collections_app.ingestion.manifest import manifest_load, manifest_save
-
-    collection = source.collection
-    manifest = manifest_load(collection=collection)
-    manifest.forget(source.location)
-    if source.file:
-        source.file.delete(save=False)
-    source.delete()
-    manifest_save(collection=collection, manifest=manifest)
-    collection_index_bump(collection_id=collection.pk)
-    from collections_app.keyword_stats import collection_term_stats_refresh
-
-    collection_term_stats_refresh(collection=collection)
+# Same window as ingestion_job_create: a token reused later starts a new job.
+REQUEST_KEY_WINDOW = timedelta(minutes=10)
 
 
 def work_items_for(
@@ -270,6 +154,23 @@ def _job_progress(job: IngestionJob, *, total: int):  # type: ignore[no-untyped-
     return update
 
 
+def ingestion_job_for_request(*, collection: Collection, request_key: str) -> IngestionJob | None:
+    """The job an identical earlier submission started, if any.
+
+    An advisory lock on the token serialises two copies of the same submission
+    arriving at once, so the second always sees the first one's job.
+    """
+    if not request_key:
+        return None
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"ingest:{request_key}"])
+    return IngestionJob.objects.filter(
+        collection=collection,
+        request_key=request_key,
+        created_at__gte=timezone.now() - REQUEST_KEY_WINDOW,
+    ).first()
+
+
 def ingestion_job_create(
     *,
     collection: Collection,
@@ -284,26 +185,22 @@ def ingestion_job_create(
 
     Returns (job, created).
     """
-    if request_key:
-        recent = IngestionJob.objects.filter(
+    with transaction.atomic():
+        earlier = ingestion_job_for_request(collection=collection, request_key=request_key)
+        if earlier is not None:
+            return earlier, False
+        job = IngestionJob.objects.create(
             collection=collection,
+            created_by=user if user is not None and user.is_authenticated else None,
+            request={
+                "locations": list(locations),
+                "source_ids": list(source_ids),
+                "chunking": chunking,
+                "reindex": reindex,
+            },
+            sources_total=len(locations) + len(source_ids),
             request_key=request_key,
-            created_at__gte=timezone.now() - timedelta(minutes=10),
-        ).first()
-        if recent is not None:
-            return recent, False
-    job = IngestionJob.objects.create(
-        collection=collection,
-        created_by=user if user is not None and user.is_authenticated else None,
-        request={
-            "locations": list(locations),
-            "source_ids": list(source_ids),
-            "chunking": chunking,
-            "reindex": reindex,
-        },
-        sources_total=len(locations) + len(source_ids),
-        request_key=request_key,
-    )
+        )
     return job, True
 
 
@@ -371,50 +268,3 @@ def _job_finish(
     IngestionJob.objects.filter(pk=job.pk).update(**fields)
     for key, value in fields.items():
         setattr(job, key, value)
-
-
-def quarantine_approve(*, item: QuarantineItem, reviewer: AbstractBaseUser) -> IngestionReport:
-    """Approve quarantined content and index exactly what the reviewer saw."""
-    _review(item, reviewer=reviewer, status=QuarantineItem.ReviewStatus.APPROVED, reason="")
-    source = item.source
-    run = IngestionRun(collection=item.collection, user=reviewer, skip_validation=True)
-    report = run.run_stored([source])
-    from collections_app.ingestion.manifest import manifest_load, manifest_save
-
-    if report.sources and report.sources[0].status == "ingested":
-        manifest = manifest_load(collection=item.collection)
-        manifest.record(
-            source.location,
-            content_hash=item.content_hash,
-            chunker=run.fingerprint,
-            embedding=run.profile,
-        )
-        manifest_save(collection=item.collection, manifest=manifest)
-    return report
-
-
-def quarantine_reject(*, item: QuarantineItem, reviewer: AbstractBaseUser, reason: str) -> None:
-    """Reject quarantined content (a reason is required); it stays out of the index."""
-    if not reason.strip():
-        raise ReviewError("a rejection needs a reason")
-    _review(
-        item, reviewer=reviewer, status=QuarantineItem.ReviewStatus.REJECTED, reason=reason.strip()
-    )
-    from collections_app.models import Chunk
-
-    deleted, _ = Chunk.objects.filter(source=item.source).delete()
-    Source.objects.filter(pk=item.source_id).update(status=Source.Status.REJECTED, chunk_count=0)
-    if deleted:
-        Collection.objects.filter(pk=item.collection_id).update(
-            index_version=item.collection.index_version + 1
-        )
-
-
-def _review(item: QuarantineItem, *, reviewer: AbstractBaseUser, status: str, reason: str) -> None:
-    if item.review_status != QuarantineItem.ReviewStatus.PENDING:
-        raise ReviewError(f"this item was already {item.review_status} by {item.reviewer}")
-    item.review_status = status
-    item.reviewer = reviewer
-    item.reviewed_at = timezone.now()
-    item.reason = reason
-    item.save()
