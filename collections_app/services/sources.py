@@ -153,31 +153,26 @@ def urls_accept(
     chunking: str | None = None,
     request_key: str = "",
 ) -> Intake:
-    """Start one job that fetches and ingests ``urls`` (http/https only, checked by the form)."""
-    with transaction.atomic():
-        earlier = ingestion_job_for_request(collection=collection, request_key=request_key)
-        if earlier is not None:
-            return Intake(job=earlier, created=False)
-        job, created = ingestion_job_enqueue(
-            collection=collection,
-            user=user,
-            locations=list(urls),
-            chunking=chunking or None,
-            request_key=request_key,
-        )
-    return Intake(job=job, created=created, accepted=list(urls))
+    """Start one job that fetches and ingests ``urls`` (http/https only, checked by the form).
+
+    A repeated ``request_key`` returns the first submission's job.
+    """
+    job, created = ingestion_job_enqueue(
+        collection=collection,
+        user=user,
+        locations=list(urls),
+        chunking=chunking or None,
+        request_key=request_key,
+    )
+    return Intake(job=job, created=created, accepted=list(urls) if created else [])
 
 
 def source_reingest(*, source: Source, user: AbstractBaseUser, request_key: str = "") -> Intake:
-    """Start a job that reads ``source`` again (an unchanged source costs no embeddings)."""
-    with transaction.atomic():
-        earlier = ingestion_job_for_request(collection=source.collection, request_key=request_key)
-        if earlier is not None:
-            return Intake(job=earlier, created=False)
-        job, created = ingestion_job_enqueue(
-            collection=source.collection,
-            user=user,
-            source_ids=[source.pk],
-            request_key=request_key,
-        )
-    return Intake(job=job, created=created, accepted=[source.display_name])
+    """Start a job that reads ``source`` again (an unchanged source costs no embeddings).
+
+    A repeated ``request_key`` returns the first submission's job.
+    """
+    job, created = ingestion_job_enqueue(
+        collection=source.collection, user=user, source_ids=[source.pk], request_key=request_key
+    )
+    return Intake(job=job, created=created, accepted=[source.display_name] if created else [])
