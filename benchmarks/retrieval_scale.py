@@ -226,9 +226,12 @@ def time_mode(
 
 def explain(collection: object, query: str) -> None:
     from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from collections_app.embedding import get_embedder
     from collections_app.vector_index import vector_distance_sql, vector_index_predicate
+    from query_app.pipeline.keyword import keyword_search
+    from query_app.pipeline.options import RetrievalOptions
 
     vec = get_embedder().encode([query])[0]
     literal = "[" + ",".join(f"{x:.6f}" for x in vec) + "]"
@@ -244,12 +247,18 @@ def explain(collection: object, query: str) -> None:
             [literal],
         )
         print("    vector plan: " + " | ".join(r[0].strip()[:100] for r in cur.fetchall()[:4]))
-        cur.execute(
-            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT id FROM collections_app_chunk "
-            "WHERE collection_id = %s AND search_vector @@ websearch_to_tsquery('english', %s) LIMIT 50",
-            [collection.pk, " or ".join(query.split()[:5])],
+    # The keyword leg's own scoring query, exactly as the pipeline sends it.
+    with CaptureQueriesContext(connection) as captured:
+        keyword_search(
+            collection=collection, text=query, k=50, options=RetrievalOptions(mode="keyword")
         )
-        print("    keyword plan: " + " | ".join(r[0].strip()[:100] for r in cur.fetchall()[:4]))
+    with connection.cursor() as cur:
+        cur.execute(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + captured.captured_queries[-1]["sql"]
+        )
+        plan = [r[0].strip() for r in cur.fetchall()]
+        scans = [line[:100] for line in plan if "Scan" in line or "Index Cond" in line]
+        print("    keyword plan: " + " | ".join(scans[:4]))
 
 
 def hnsw_recall(collection: object, queries: list[str], k: int = 10) -> float:
