@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
@@ -16,7 +16,7 @@ from collections_app.models import (
     Source,
 )
 
-ROLE_RANK = {
+ROLE_RANK: dict[str, int] = {
     CollectionMembership.Role.READ: 1,
     CollectionMembership.Role.WRITE: 2,
     CollectionMembership.Role.ADMIN: 3,
@@ -27,9 +27,7 @@ class CollectionNotFound(Exception):
     """No such collection, or the user may not see it (both look the same)."""
 
 
-def collections_for_user(
-    user: AbstractBaseUser | AnonymousUser, *, role: str = "read"
-) -> QuerySet[Collection]:
+def collections_for_user(user: User | AnonymousUser, *, role: str = "read") -> QuerySet[Collection]:
     """Collections on which ``user`` has at least ``role`` (superusers: all)."""
     if not user.is_authenticated:
         return Collection.objects.none()
@@ -42,7 +40,7 @@ def collections_for_user(
 
 
 def collection_get_for_user(
-    user: AbstractBaseUser | AnonymousUser, *, slug: str, role: str = "read"
+    user: User | AnonymousUser, *, slug: str, role: str = "read"
 ) -> Collection:
     """The collection ``slug`` if ``user`` has ``role`` on it, else CollectionNotFound.
 
@@ -53,7 +51,7 @@ def collection_get_for_user(
 
 
 def collection_and_role_for_user(
-    user: AbstractBaseUser | AnonymousUser, *, slug: str, role: str = "read"
+    user: User | AnonymousUser, *, slug: str, role: str = "read"
 ) -> tuple[Collection, str]:
     """The collection ``slug`` and the user's role on it, in one query; else CollectionNotFound.
 
@@ -75,7 +73,7 @@ def collection_and_role_for_user(
     raise CollectionNotFound(f"no collection {slug!r}")
 
 
-def user_role(user: AbstractBaseUser | AnonymousUser, collection: Collection) -> str | None:
+def user_role(user: User | AnonymousUser, collection: Collection) -> str | None:
     """The user's role on the collection ("read" / "write" / "admin"), or None."""
     if not user.is_authenticated:
         return None
@@ -85,7 +83,7 @@ def user_role(user: AbstractBaseUser | AnonymousUser, collection: Collection) ->
     return membership.role if membership else None
 
 
-def user_can(user: AbstractBaseUser | AnonymousUser, collection: Collection, role: str) -> bool:
+def user_can(user: User | AnonymousUser, collection: Collection, role: str) -> bool:
     current = user_role(user, collection)
     return current is not None and ROLE_RANK[current] >= ROLE_RANK[role]
 
@@ -95,7 +93,7 @@ def user_can(user: AbstractBaseUser | AnonymousUser, collection: Collection, rol
 REVIEW_ROLE = CollectionMembership.Role.ADMIN
 
 
-def collection_overviews(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Collection]:
+def collection_overviews(user: User | AnonymousUser) -> QuerySet[Collection]:
     """The user's collections with source/chunk counts, last ingestion and latest job status."""
     sources = Source.objects.filter(collection=OuterRef("pk")).values("collection")
     latest_job = IngestionJob.objects.filter(collection=OuterRef("pk")).order_by("-created_at")
@@ -181,13 +179,13 @@ def _short(location: str) -> str:
     return location
 
 
-def reviewable_collections(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Collection]:
+def reviewable_collections(user: User | AnonymousUser) -> QuerySet[Collection]:
     """Collections whose quarantine the user reviews."""
     return collections_for_user(user, role=REVIEW_ROLE)
 
 
 def quarantine_queue(
-    user: AbstractBaseUser | AnonymousUser, *, status: str = QuarantineItem.ReviewStatus.PENDING
+    user: User | AnonymousUser, *, status: str = QuarantineItem.ReviewStatus.PENDING
 ) -> QuerySet[QuarantineItem]:
     """Quarantine items of the collections the user reviews, newest first."""
     items = QuarantineItem.objects.filter(collection__in=reviewable_collections(user))
@@ -196,7 +194,7 @@ def quarantine_queue(
     return items.select_related("collection", "source", "provenance", "reviewer")
 
 
-def quarantine_pending_count(user: AbstractBaseUser | AnonymousUser) -> int:
+def quarantine_pending_count(user: User | AnonymousUser) -> int:
     """How many items await this user's review (shown in the navigation)."""
     if not user.is_authenticated:
         return 0

@@ -7,7 +7,7 @@ collection hides its runs, one's own included, since they quote its passages.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from collections_app.models import Collection
@@ -20,7 +20,7 @@ class QueryRunNotFound(Exception):
 
 
 def query_runs_for_user(
-    user: AbstractBaseUser | AnonymousUser,
+    user: User | AnonymousUser,
     *,
     collection: Collection | None = None,
     mine_only: bool = True,
@@ -34,7 +34,7 @@ def query_runs_for_user(
     return runs.select_related("collection", "user")
 
 
-def query_run_get_for_user(user: AbstractBaseUser | AnonymousUser, *, run_id: int) -> QueryRun:
+def query_run_get_for_user(user: User | AnonymousUser, *, run_id: int) -> QueryRun:
     """The run ``run_id`` if ``user`` can read its collection, else QueryRunNotFound."""
     try:
         return query_runs_for_user(user, mine_only=False).get(pk=run_id)

@@ -15,7 +15,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as AuthUser
 
 from collections_app.models import Collection
 from collections_app.selectors import CollectionNotFound, collection_and_role_for_user
@@ -36,7 +37,7 @@ from query_app.pipeline.types import AnswerEvent, PipelineEvent, RagAnswer, RagQ
 
 logger = logging.getLogger(__name__)
 
-User = AbstractBaseUser | AnonymousUser
+User = AuthUser | AnonymousUser
 
 
 @dataclass
@@ -205,7 +206,13 @@ def query_answer_stream(
         raise
     run = QueryRun(
         # Unsaved callers (the CLI's local operator) store runs without an owner.
-        user=user if getattr(user, "is_authenticated", False) and user.pk else None,
+        user=(
+            user
+            if not isinstance(user, AnonymousUser)
+            and getattr(user, "is_authenticated", False)
+            and user.pk
+            else None
+        ),
         collection=query.collection,
         question=query.question,
         profile=query.profile,

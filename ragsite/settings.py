@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -218,7 +219,7 @@ def _default_embedding_model() -> str:
 
 
 # --- RAG defaults (profiles overlay the "query" block) ---------------------------
-RAG: dict[str, object] = {
+RAG: dict[str, Any] = {
     "embedding": {
         # provider name -> collections_app.embedding.EMBEDDING_PROVIDERS
         "provider": env_str("RAG_EMBEDDING_PROVIDER", "sentence-transformers"),

@@ -95,7 +95,7 @@ class IngestionRun:
         self.chunker = get_chunker(name, options=options, embedder=self.embedder)
         self.report.chunking = name
         self.fingerprint = self.chunker.settings_fingerprint()
-        self.profile = self.embedder.profile.as_dict()
+        self.profile: dict[str, Any] = self.embedder.profile.as_dict()
         self.report.embedding_profile = self.profile
         self.manifest: Manifest = manifest_load(collection=self.collection)
         if not self.manifest.trusted:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils.text import slugify
@@ -26,7 +26,7 @@ def collection_create(
     name: str,
     slug: str = "",
     description: str = "",
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     chunking_strategy: str = "",
     chunking_options: dict[str, Any] | None = None,
     embedding_config: dict[str, Any] | None = None,
@@ -93,7 +93,7 @@ def collection_index_bump(*, collection_id: int) -> int:
     return Collection.objects.values_list("index_version", flat=True).get(pk=collection_id)
 
 
-def membership_set(*, collection: Collection, user: AbstractBaseUser, role: str | None) -> None:
+def membership_set(*, collection: Collection, user: User, role: str | None) -> None:
     """Give ``user`` a role on the collection, or remove it (role None)."""
     if role is None:
         CollectionMembership.objects.filter(collection=collection, user=user).delete()
@@ -107,7 +107,7 @@ def membership_set(*, collection: Collection, user: AbstractBaseUser, role: str 
     )
 
 
-def membership_change(*, collection: Collection, user: AbstractBaseUser, role: str | None) -> None:
+def membership_change(*, collection: Collection, user: User, role: str | None) -> None:
     """Set ``user``'s role on the collection (None removes it); the last admin stays admin."""
     current = CollectionMembership.objects.filter(collection=collection, user=user).first()
     is_admin = current is not None and current.role == CollectionMembership.Role.ADMIN

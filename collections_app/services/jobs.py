@@ -11,12 +11,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
 from collections_app.ingestion.fetch import expand_locations
-from collections_app.ingestion.pipeline import IngestionRun, WorkItem
+from collections_app.ingestion.pipeline import IngestionRun, ProgressCallback, WorkItem
 from collections_app.ingestion.report import IngestionReport, SourceOutcome
 from collections_app.ingestion.types import IngestionError
 from collections_app.models import Collection, IngestionJob, Source
@@ -95,7 +95,7 @@ def collection_ingest(
     sources: Iterable[Source] = (),
     chunking: str | None = None,
     reindex: bool = False,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     job: IngestionJob | None = None,
 ) -> IngestionReport:
     """Ingest locations and/or existing sources into the collection, synchronously.
@@ -137,7 +137,7 @@ def _dedupe(items: list[WorkItem]) -> list[WorkItem]:
     return unique
 
 
-def _job_progress(job: IngestionJob, *, total: int):  # type: ignore[no-untyped-def]
+def _job_progress(job: IngestionJob, *, total: int) -> ProgressCallback:
     IngestionJob.objects.filter(pk=job.pk).update(sources_total=total)
 
     def update(report: IngestionReport, message: str) -> None:
@@ -174,7 +174,7 @@ def ingestion_job_for_request(*, collection: Collection, request_key: str) -> In
 def ingestion_job_create(
     *,
     collection: Collection,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     locations: Sequence[str] = (),
     source_ids: Sequence[int] = (),
     chunking: str | None = None,

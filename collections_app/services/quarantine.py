@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from collections_app.ingestion.pipeline import IngestionRun
@@ -28,7 +28,7 @@ class ReviewOutcome:
     report: IngestionReport | None = None
 
 
-def quarantine_approve(*, item: QuarantineItem, reviewer: AbstractBaseUser) -> IngestionReport:
+def quarantine_approve(*, item: QuarantineItem, reviewer: User) -> IngestionReport:
     """Approve quarantined content and index exactly what the reviewer saw."""
     _review(item, reviewer=reviewer, status=QuarantineItem.ReviewStatus.APPROVED, reason="")
     source = item.source
@@ -48,7 +48,7 @@ def quarantine_approve(*, item: QuarantineItem, reviewer: AbstractBaseUser) -> I
     return report
 
 
-def quarantine_reject(*, item: QuarantineItem, reviewer: AbstractBaseUser, reason: str) -> None:
+def quarantine_reject(*, item: QuarantineItem, reviewer: User, reason: str) -> None:
     """Reject quarantined content (a reason is required); it stays out of the index."""
     if not reason.strip():
         raise ReviewError("a rejection needs a reason")
@@ -63,7 +63,7 @@ def quarantine_reject(*, item: QuarantineItem, reviewer: AbstractBaseUser, reaso
         collection_index_bump(collection_id=item.collection_id)
 
 
-def _review(item: QuarantineItem, *, reviewer: AbstractBaseUser, status: str, reason: str) -> None:
+def _review(item: QuarantineItem, *, reviewer: User, status: str, reason: str) -> None:
     if item.review_status != QuarantineItem.ReviewStatus.PENDING:
         raise ReviewError(f"this item was already {item.review_status} by {item.reviewer}")
     item.review_status = status
@@ -76,7 +76,7 @@ def _review(item: QuarantineItem, *, reviewer: AbstractBaseUser, status: str, re
 def quarantine_decide(
     *,
     items: Iterable[QuarantineItem],
-    reviewer: AbstractBaseUser,
+    reviewer: User,
     decision: str,
     reason: str = "",
 ) -> list[ReviewOutcome]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
@@ -47,7 +47,7 @@ class Intake:
 
 
 def source_upload_create(
-    *, collection: Collection, upload: UploadedFile, user: AbstractBaseUser | None = None
+    *, collection: Collection, upload: UploadedFile, user: User | None = None
 ) -> Source:
     """Store an uploaded file as a source (ingested later by a job)."""
     name = Path(upload.name or "upload").name
@@ -110,7 +110,7 @@ def uploads_accept(
     *,
     collection: Collection,
     files: Sequence[UploadedFile],
-    user: AbstractBaseUser,
+    user: User,
     chunking: str | None = None,
     request_key: str = "",
 ) -> Intake:
@@ -149,7 +149,7 @@ def urls_accept(
     *,
     collection: Collection,
     urls: Sequence[str],
-    user: AbstractBaseUser,
+    user: User,
     chunking: str | None = None,
     request_key: str = "",
 ) -> Intake:
@@ -167,7 +167,7 @@ def urls_accept(
     return Intake(job=job, created=created, accepted=list(urls) if created else [])
 
 
-def source_reingest(*, source: Source, user: AbstractBaseUser, request_key: str = "") -> Intake:
+def source_reingest(*, source: Source, user: User, request_key: str = "") -> Intake:
     """Start a job that reads ``source`` again (an unchanged source costs no embeddings).
 
     A repeated ``request_key`` returns the first submission's job.

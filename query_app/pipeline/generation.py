@@ -32,6 +32,7 @@ from query_app.pipeline.lexical import (
 )
 from query_app.pipeline.options import GenerationOptions
 from query_app.pipeline.prompts import answer_messages
+from query_app.pipeline.types import AnswerMode
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ RESET = object()
 @dataclass
 class GenerationResult:
     text: str
-    mode: str  # llm | extractive | not-found
+    mode: AnswerMode  # llm | extractive | not-found
     details: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cited: list[int] = field(default_factory=list)

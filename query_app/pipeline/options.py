@@ -165,7 +165,8 @@ def expand_dotted(layer: Mapping[str, Any]) -> dict[str, Any]:
             target = existing
         leaf = parts[-1]
         if isinstance(value, Mapping):
-            merged = target.get(leaf) if isinstance(target.get(leaf), dict) else {}
+            current = target.get(leaf)
+            merged = current if isinstance(current, dict) else {}
             target[leaf] = deep_merge(merged, expand_dotted(value))
         else:
             target[leaf] = value
@@ -205,7 +206,7 @@ def _check_keys(cls: type, layer: Mapping[str, Any], *, prefix: str, origin: lis
                 f"{' of ' + prefix.rstrip('.') if prefix else ''}: {', '.join(sorted(known))}"
             )
         hint = hints[key]
-        if is_dataclass(hint):
+        if isinstance(hint, type) and is_dataclass(hint):
             if not isinstance(value, Mapping):
                 raise InvalidOption(f"option {prefix + key!r} must be a mapping of options")
             _check_keys(hint, value, prefix=f"{prefix}{key}.", origin=origin)
@@ -218,7 +219,7 @@ def _build(cls: type, data: Mapping[str, Any], *, prefix: str) -> Any:
         hint = hints[f.name]
         value = data.get(f.name)
         name = prefix + f.name
-        if is_dataclass(hint):
+        if isinstance(hint, type) and is_dataclass(hint):
             values[f.name] = _build(hint, value or {}, prefix=f"{name}.")
         else:
             values[f.name] = _coerce(name, value, hint)

@@ -28,6 +28,7 @@ from query_app.pipeline.retrieval import RETRIEVAL_MODES, collection_embedder, r
 from query_app.pipeline.transforms import TRANSFORMS, TransformResult
 from query_app.pipeline.types import (
     AnswerEvent,
+    AnswerMode,
     Candidate,
     ContextEvent,
     PipelineEvent,
@@ -162,6 +163,7 @@ def pipeline_run(query: RagQuery, *, chat: ChatClient | None) -> Iterator[Pipeli
     # --- 7: groundedness ---------------------------------------------------
     groundedness = yield from _groundedness_stage(query, result, context, counting, emit)
 
+    mode: AnswerMode
     if result is None:
         text, mode = "", "retrieval-only"
     else:
@@ -169,7 +171,7 @@ def pipeline_run(query: RagQuery, *, chat: ChatClient | None) -> Iterator[Pipeli
     answer = RagAnswer(
         question=query.question,
         text=text,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         citations=citations,
         trace=trace,
         model_calls=counting.calls if counting else 0,
