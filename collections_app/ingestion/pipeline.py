@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import F
 
 from collections_app.embedding import Embedder, get_embedder
-from collections_app.ingestion import quarantine
+from collections_app.ingestion import quarantine, storage
 from collections_app.ingestion.chunking import get_chunker
 from collections_app.ingestion.fetch import fetch_url, read_path
 from collections_app.ingestion.limits import IngestionLimits
@@ -389,6 +389,8 @@ class IngestionRun:
                 collection_id=self.collection.pk, dimensions=int(self.profile["dimensions"])
             )
             collection_term_stats_refresh(collection=self.collection)
+            if self.report.chunks_written >= storage.ANALYZE_AFTER_CHUNKS:
+                storage.chunk_statistics_refresh()
         self.report.index_version = self.collection.index_version
 
     def _drop_stale_dimensions(self) -> None:

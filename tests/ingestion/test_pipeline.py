@@ -64,6 +64,29 @@ def test_unchanged_source_costs_no_embeddings(collection, corpus):
     assert collection.index_version == 1
 
 
+def analyze_count() -> int:
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_stat_clear_snapshot()")
+        cur.execute(
+            "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'collections_app_chunk'"
+        )
+        return int(cur.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_ingestion_refreshes_the_planner_statistics(user, corpus, monkeypatch):
+    small = collection_create(name="Small", user=user)
+    collection_ingest(collection=small, locations=[str(corpus / "guide.md")])
+    before = analyze_count()
+    monkeypatch.setattr("collections_app.ingestion.storage.ANALYZE_AFTER_CHUNKS", 2)
+    large = collection_create(name="Large", user=user)
+    report = collection_ingest(collection=large, locations=[str(corpus)])
+
+    assert report.chunks_written >= 2
+    # The small run stayed under the default threshold; the large one analysed.
+    assert analyze_count() == before + 1
+
+
 def test_changed_source_replaces_its_chunks(collection, corpus):
     collection_ingest(collection=collection, locations=[str(corpus)])
     guide = Source.objects.get(location=str(corpus / "guide.md"))
