@@ -11,9 +11,12 @@ stack:
 - rendering the answer partial alone from a stored run;
 - the ask page's weight: HTML + CSS + JS as transferred (raw and gzip).
 
-Passages carry random unit vectors instead of model embeddings (embedding 100k
-passages would take longer than everything measured here); the question is
-embedded by the real model, so retrieval runs its real queries on a full-size index.
+Passages carry synthetic vectors instead of model embeddings (embedding 100k
+passages would take longer than everything measured here): random unit vectors,
+except for the first sources, whose passages state an answer to one of the
+benchmark questions and lie near that question's real embedding (cosine 0.45 to
+0.8). Every answer is therefore a real extractive answer with citations and a
+full trace, and retrieval runs its real queries on a full-size index.
 
 Usage: .venv/bin/python benchmarks/ui_render.py [--chunks 100000] [--runs 40]
 """
@@ -71,6 +74,18 @@ QUESTIONS = [
     "When is the next release scheduled?",
     "How are support tickets answered?",
 ]
+# One statement per question: the passages of the first sources carry it, with
+# vectors near the question's, so every answer is a real one with citations.
+STATEMENTS = [
+    "The backup volume needs 40 GB of free disk space.",
+    "The refund policy returns invoices paid in the last 30 days.",
+    "Error code E-503 means the server is unreachable.",
+    "Upgrade the storage quota from the account page.",
+    "The next release is scheduled for the first Monday of March.",
+    "Support tickets are answered within one business day.",
+]
+# Changing how the collection is made changes this, so an old one is rebuilt.
+BUILD = "answerable-v2"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -91,6 +106,7 @@ def build_collection(n_chunks: int):  # type: ignore[no-untyped-def]
     from django.contrib.auth import get_user_model
 
     from collections_app.embedding import get_embedder
+    from collections_app.ingestion.storage import chunk_statistics_refresh
     from collections_app.keyword_stats import collection_term_stats_refresh
     from collections_app.models import Chunk, Collection, Source
     from collections_app.services import collection_create, collection_delete
@@ -101,12 +117,18 @@ def build_collection(n_chunks: int):  # type: ignore[no-untyped-def]
         username="bench-ui", password="bench-ui"
     )
     existing = Collection.objects.filter(slug=SLUG).first()
-    if existing is not None and existing.chunks.count() == n_chunks:
+    if (
+        existing is not None
+        and existing.description == BUILD
+        and existing.chunks.count() == n_chunks
+    ):
         return existing, user
     if existing is not None:
         collection_delete(collection=existing)
-    collection = collection_create(name="UI benchmark", slug=SLUG, user=user)
-    profile = get_embedder().profile
+    collection = collection_create(name="UI benchmark", slug=SLUG, user=user, description=BUILD)
+    embedder = get_embedder()
+    profile = embedder.profile
+    questions = embedder.encode(QUESTIONS)
     collection.embedding_provider = profile.provider
     collection.embedding_model = profile.model
     collection.embedding_dimensions = profile.dimensions
@@ -116,6 +138,15 @@ def build_collection(n_chunks: int):  # type: ignore[no-untyped-def]
     for first in range(0, n_chunks, PER_SOURCE):
         count = min(PER_SOURCE, n_chunks - first)
         texts = [" ".join(rng.choice(WORDS, size=40)).capitalize() + "." for _ in range(count)]
+        vectors = rng.standard_normal((count, profile.dimensions)).astype("float32")
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        topic = first // PER_SOURCE
+        if topic < len(QUESTIONS):
+            # Cosine to the question between about 0.45 and 0.8.
+            spread = rng.uniform(0.75, 2.0, size=(count, 1)).astype("float32")
+            vectors = questions[topic] + spread * vectors
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            texts = [f"{STATEMENTS[topic]} {text}" for text in texts]
         body = "\n\n".join(texts)
         source = Source.objects.create(
             collection=collection,
@@ -130,8 +161,6 @@ def build_collection(n_chunks: int):  # type: ignore[no-untyped-def]
             chunk_count=count,
             content_hash=f"{first:064d}",
         )
-        vectors = rng.standard_normal((count, profile.dimensions)).astype("float32")
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         offset = 0
         rows = []
         for ordinal, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
@@ -156,6 +185,7 @@ def build_collection(n_chunks: int):  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     vector_index_ensure(collection_id=collection.pk, dimensions=profile.dimensions)
     collection_term_stats_refresh(collection=collection)
+    chunk_statistics_refresh()
     print(f"indexed in {time.perf_counter() - started:.1f}s", flush=True)
     return collection, user
 
@@ -229,6 +259,8 @@ def main() -> None:
         elapsed = (time.perf_counter() - started) * 1000
         assert response.status_code == 200 and b"answer-card" in response.content
         run = QueryRun.objects.filter(collection=collection).latest("pk")
+        # Measured on real answers, not on the lighter "not found" card.
+        assert run.mode == "extractive" and run.citations, (run.mode, run.answer)
         request_ms.append(elapsed)
         pipeline_ms.append(run.total_ms)
         added_ms.append(elapsed - run.total_ms)
