@@ -134,6 +134,7 @@ def check_groundedness(
             if verdict is not None:
                 verdict.model_calls = 1
                 return verdict
+            logger.warning("groundedness: the chat model's verdict was unusable")
             warnings.append("the chat model's verdict was unusable; used the heuristic check")
         result = check_heuristic(answer, context, min_support=min_support)
         result.model_calls = 1

@@ -223,6 +223,7 @@ def rerank_llm(
         return result
     order = parse_ranking(reply, n)
     if not order:
+        logger.warning("llm reranker: the chat model's ranking was unusable")
         result.warnings.append("the chat model's ranking was unusable; kept the retrieval order")
         result.details["fallback"] = "retrieval-order"
         return result

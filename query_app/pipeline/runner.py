@@ -70,8 +70,11 @@ def pipeline_run(query: RagQuery, *, chat: ChatClient | None) -> Iterator[Pipeli
     trace: list[TraceStep] = []
 
     def emit(step: TraceStep) -> StepEvent:
+        # Trace warnings are for the person reading the answer, and most are
+        # expected (no chat model configured, only common terms): the log gets
+        # them at info level. Real failures are logged where they happen.
         for warning in step.warnings:
-            logger.warning("%s stage: %s", step.stage, warning)
+            logger.info("%s stage: %s", step.stage, warning)
         trace.append(step)
         return StepEvent(step)
 

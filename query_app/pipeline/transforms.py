@@ -141,6 +141,7 @@ def _paraphrasing(kind: str) -> Callable[..., TransformResult]:
                 parsed = parse_variants(reply, question=question, n=variants)
                 source = "llm"
                 if not parsed:
+                    logger.warning("transform: the chat model's variants were unusable")
                     warnings.append("the chat model's variants were unusable; used heuristics")
                     source = "heuristic"
         if not parsed:
@@ -173,6 +174,7 @@ def transform_hyde(
     )
     if reply is None or not reply.strip():
         if reply is not None:
+            logger.warning("transform: the chat model wrote an empty hypothetical answer")
             warnings.append("the chat model wrote an empty hypothetical answer")
         return TransformResult(
             probes=[question],
