@@ -25,7 +25,6 @@ from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.lexical import (
     MARKER_RE,
     content_terms,
-    is_heading,
     looks_like_instruction,
     markers_in,
     split_sentences,
@@ -67,7 +66,7 @@ def extractive_answer(
             if looks_like_instruction(sentence.text):
                 skipped += 1
                 continue
-            if sentence.text.endswith("?") or is_heading(sentence.text):
+            if sentence.text.endswith("?") or sentence.title:
                 continue  # a question or a title in a passage answers nothing
             if fallback is None:
                 fallback = (passage.marker, position, sentence.text)

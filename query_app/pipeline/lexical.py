@@ -111,6 +111,13 @@ class Sentence:
     text: str  # stripped
     start: int  # offsets into the text it was cut from
     end: int
+    # A title: a Markdown heading, or a short line standing alone between blank
+    # lines without closing punctuation, numbers or a colon ("Backup schedule").
+    title: bool = False
+
+
+# Words at most in a standalone line that counts as a title.
+TITLE_MAX_WORDS = 10
 
 
 _segmenter_lock = threading.Lock()
@@ -129,17 +136,31 @@ def is_heading(sentence: str) -> bool:
     return bool(HEADING_RE.fullmatch(sentence))
 
 
+def _is_title(block: str) -> bool:
+    if is_heading(block):
+        return True
+    # Numbers or a "label: value" pair make a short line a fact, not a title.
+    return (
+        "\n" not in block
+        and not block.endswith((".", "!", "?", ":", ";", '"', "'", ")", "]"))
+        and len(block.split()) <= TITLE_MAX_WORDS
+        and not any(ch.isdigit() for ch in block)
+        and ":" not in block
+    )
+
+
 def split_sentences(text: str) -> list[Sentence]:
     """Sentences of ``text`` with their character offsets.
 
-    Blank lines also split, and a Markdown heading line is a piece of its own
-    (``is_heading`` tells it apart), so a title never runs into the sentence
-    after it.
+    Blank lines also split, and a Markdown heading line is a piece of its own,
+    so a title never runs into the sentence after it; ``Sentence.title`` marks
+    headings and standalone title lines.
     """
     result: list[Sentence] = []
     offset = 0
     for block in re.split(r"(\n\s*\n|^[ \t]{0,3}#{1,6}[ \t].*$)", text, flags=re.MULTILINE):
         if block.strip():  # blank-line separators hold only whitespace
+            title = _is_title(block.strip())
             with _segmenter_lock:
                 spans = _segmenter().segment(block)
             for span in spans:
@@ -149,7 +170,7 @@ def split_sentences(text: str) -> list[Sentence]:
                     continue
                 lead = len(raw) - len(raw.lstrip())
                 start = offset + span.start + lead
-                result.append(Sentence(stripped, start, start + len(stripped)))
+                result.append(Sentence(stripped, start, start + len(stripped), title=title))
         offset += len(block)
     return result
 

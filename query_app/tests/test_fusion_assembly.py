@@ -150,6 +150,13 @@ def test_heuristic_groundedness_flags_unsupported_sentences():
     assert bad.unsupported == ["Restores are instant and free of charge."]
 
 
+def test_extractive_answer_skips_a_title_line_standing_alone():
+    text = "Nightly backup schedule\n\nBackups of the schedule database run nightly at two."
+    context, _, _ = assemble([cand("a", 0.9, text=text)], options=ContextOptions())
+    answer, _ = extractive_answer("What is the nightly backup schedule?", context, max_sentences=2)
+    assert answer == "Backups of the schedule database run nightly at two. [1]"
+
+
 def test_heuristic_groundedness_does_not_judge_markdown_headings():
     context, _, _ = assemble(
         [cand("a", 0.9, text="Backups run nightly at two.")], options=ContextOptions()
