@@ -136,6 +136,12 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media")))
 # Uploads bigger than this go to a temporary file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# The first handler stops storing a file past the largest accepted size.
+FILE_UPLOAD_HANDLERS = [
+    "collections_app.uploads.SizeLimitedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 LOGIN_URL = "login"
