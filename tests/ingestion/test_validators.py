@@ -185,6 +185,10 @@ def test_invisible_unicode_tag_characters_carrying_instructions_are_rejected():
         '<p style="color:#fff;background:#fff">{}</p>',
         '<div style="background-color: white"><span style="color: white">{}</span></div>',
         "<!-- {} -->",
+        # Hidden by the page's own stylesheet rather than an inline style.
+        '<style>.promo {{ display: none }}</style><p class="promo">{}</p>',
+        '<style>#n, .x {{ position: absolute; left: -9999px }}</style><div id="n">{}</div>',
+        '<style>main p.fine {{ font-size: 0 !important }}</style><p class="fine">{}</p>',
     ],
 )
 def test_hidden_html_instructions_are_rejected_and_kept_out_of_the_text(hiding):
@@ -202,6 +206,21 @@ def test_hidden_html_instructions_are_rejected_and_kept_out_of_the_text(hiding):
     assert signal.name == "hidden-text"
     assert "Ignore previous instructions" in signal.excerpt
     assert signal.start is None
+
+
+def test_stylesheet_rules_that_do_not_hide_on_screen_leave_the_text_visible():
+    page = (
+        "<html><head><style>"
+        "@media print { .screen { display: none } } .shown { display: none } a:hover { color: red }"
+        "</style></head><body><main><h1>Garden hoses</h1>"
+        '<p class="screen">Hoses ship in two days.</p>'
+        '<p class="shown" style="display: block">Inline display wins over the class.</p>'
+        "</main></body></html>"
+    )
+    document = loaded(page, "hoses.html")
+    assert "Hoses ship in two days." in document.text
+    assert "Inline display wins over the class." in document.text
+    assert document.hidden_texts == []
 
 
 def test_hidden_text_telling_an_ai_what_to_do_is_rejected():

@@ -21,7 +21,7 @@ from ..detect import MIME_BY_KIND, bom_encoding
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, RawSource
 from .base import declared_charset, squeeze_blank_lines
-from .html_hidden import Element, drop_tree, remove_hidden
+from .html_hidden import Element, apply_hiding_rules, drop_tree, remove_hidden
 
 # Never part of the readable content, and never worth keeping as hidden text either.
 _NEVER_CONTENT = {"script", "style", "noscript", "template", "iframe", "object", "embed"}
@@ -61,6 +61,7 @@ def load_html(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
         return LoadedDocument(text="", kind="html", mime=MIME_BY_KIND["html"], warnings=warnings)
 
     hidden_texts = _remove_comments(document)
+    apply_hiding_rules(document)
     _drop(document.iter(*_NEVER_CONTENT))
     title = " ".join((document.findtext(".//title") or "").split())
     metadata: dict[str, object] = {}

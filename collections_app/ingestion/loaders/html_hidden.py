@@ -6,9 +6,13 @@ browser while the model reads "ignore previous instructions". Elements hidden by
 ``visibility:hidden``, zero size or opacity, off-screen positioning, text in the
 background colour) are removed from the indexed text and handed to the validator.
 
-Only inline styles are read: stylesheet rules would need a CSS engine, so text hidden
-through a stylesheet class stays in the indexed text (the injection validator still
-reads it there, as visible text).
+Rules of the page's own ``<style>`` elements that hide by themselves (``.promo {
+display: none }``) are applied first, as inline styles of the elements their
+selectors match (tinycss2 parses the CSS, cssselect turns selectors into XPath);
+inline declarations still win, as in a browser. Rules inside ``@media`` and
+other at-rules, and external stylesheets (never fetched), are not applied: text
+hidden only through them stays in the indexed text, where the injection
+validator still reads it as visible text.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import colorsys
 import re
 from dataclasses import dataclass
 
+import tinycss2
+from cssselect import HTMLTranslator, SelectorError
 from lxml import etree
 
 Rgb = tuple[int, int, int]
@@ -262,3 +268,60 @@ def _attached(element: Element, top: Element) -> bool:
     for ancestor in element.iterancestors():
         last = ancestor
     return last is top
+
+
+# Bounds on the work one page's stylesheets can cause.
+_MAX_STYLE_RULES = 2000
+_MAX_HIDING_RULES = 100  # each one is an XPath search of the page
+_MAX_MARKED = 5000
+_TRANSLATOR = HTMLTranslator()
+
+
+def apply_hiding_rules(document: Element) -> int:
+    """Copy the ``<style>`` rules that hide into the inline style of what they match.
+
+    Run before ``remove_hidden`` (and before the ``<style>`` elements are dropped).
+    The rule's declarations go first, so the element's own inline ones win.
+    Returns how many elements were marked.
+    """
+    marked = 0
+    rules_seen = 0
+    hiding = 0
+    for style in list(document.iter("style")):
+        for rule in tinycss2.parse_stylesheet(
+            style.text or "", skip_comments=True, skip_whitespace=True
+        ):
+            rules_seen += 1
+            if rules_seen > _MAX_STYLE_RULES or marked >= _MAX_MARKED:
+                return marked
+            if rule.type != "qualified-rule":
+                continue  # @media print, @font-face, ...: not what the reader sees
+            declarations = "; ".join(
+                f"{d.lower_name}: {tinycss2.serialize(d.value).strip()}"
+                + (" !important" if d.important else "")
+                for d in tinycss2.parse_declaration_list(
+                    rule.content, skip_comments=True, skip_whitespace=True
+                )
+                if d.type == "declaration"
+            )
+            if not declarations or not _rule_hides(declarations):
+                continue
+            hiding += 1
+            if hiding > _MAX_HIDING_RULES:
+                return marked
+            try:
+                xpath = _TRANSLATOR.css_to_xpath(tinycss2.serialize(rule.prelude).strip())
+                matches = document.xpath(xpath)
+            except (SelectorError, etree.XPathError):
+                continue  # a selector cssselect cannot express: the rule is not applied
+            for element in matches:
+                if isinstance(element, Element):
+                    element.set("style", f"{declarations}; {element.get('style') or ''}")
+                    marked += 1
+    return marked
+
+
+def _rule_hides(declarations: str) -> bool:
+    """Whether these declarations alone hide an element (no inherited colours)."""
+    probe = etree.Element("span", style=declarations)
+    return hidden_reason(probe, Inherited()) is not None
