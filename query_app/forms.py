@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from collections_app.selectors import collections_for_user
 from query_app.pipeline.profiles import default_profile_name, profile_names
@@ -33,7 +33,7 @@ class AskForm(forms.Form):
         required=False, label="Retrieve only (show the passages, no generated answer)"
     )
 
-    def __init__(self, *args: Any, user: AbstractBaseUser | AnonymousUser, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: User | AnonymousUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.collections = list(collections_for_user(user).only("slug", "name"))
         self.fields["collection"].widget.choices = [(c.slug, c.name) for c in self.collections]
@@ -46,16 +46,16 @@ class RerunForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["profile"].choices = profile_choices()
+        cast(forms.ChoiceField, self.fields["profile"]).choices = profile_choices()
 
 
 class HistoryFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search", max_length=200)
     collection = forms.ChoiceField(required=False, choices=())
 
-    def __init__(self, *args: Any, user: AbstractBaseUser | AnonymousUser, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: User | AnonymousUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.collections = list(collections_for_user(user).only("slug", "name"))
-        self.fields["collection"].choices = [("", "All collections")] + [
+        cast(forms.ChoiceField, self.fields["collection"]).choices = [("", "All collections")] + [
             (c.slug, c.name) for c in self.collections
         ]

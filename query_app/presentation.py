@@ -232,7 +232,9 @@ def _row_html(row: StageRow) -> str:
     ) + format_html_join("", '<span class="muted">{}</span>', ((s,) for s in row.summary))
     if row.warnings:
         summary += format_html('<span class="warnings">⚠ {}</span>', len(row.warnings))
-    body = [format_html('<p class="message warning small">{}</p>', w) for w in row.warnings]
+    body: list[str] = [
+        format_html('<p class="message warning small">{}</p>', w) for w in row.warnings
+    ]
     if row.facts:
         body.append(
             '<dl class="facts small">'

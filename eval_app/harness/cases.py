@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from collections_app.models import Chunk, Collection
 from eval_app.datasets import GoldenCase
@@ -232,7 +232,7 @@ def case_evaluate(
     case: GoldenCase,
     planned: PlannedProfile,
     collection: Collection,
-    principal: AbstractBaseUser,
+    principal: User,
     k_values: Sequence[int],
     judge: Judge,
     retrieval_only: bool = False,

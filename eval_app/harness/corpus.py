@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.utils.text import slugify
 
 from collections_app.models import Collection, Source
@@ -25,7 +25,7 @@ from collections_app.services import collection_create, collection_ingest, sourc
 COLLECTION_PREFIX = "eval-"
 
 
-def eval_principal() -> AbstractBaseUser:
+def eval_principal() -> User:
     """The identity the harness answers with: full read access to its own collections.
 
     An unsaved user object (never stored, never able to log in): evaluation reads

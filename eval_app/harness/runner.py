@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.utils import timezone
 
 from collections_app.ingestion.types import IngestionError
@@ -75,7 +75,7 @@ def eval_run_create(
     without_cross_encoder: bool = False,
     retrieval_only: bool = False,
     baseline: EvalRun | None = None,
-    user: AbstractBaseUser | AnonymousUser | None = None,
+    user: User | AnonymousUser | None = None,
 ) -> EvalRun:
     """Check the dataset and the profiles, then store a queued run.
 
