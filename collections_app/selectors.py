@@ -27,15 +27,24 @@ class CollectionNotFound(Exception):
     """No such collection, or the user may not see it (both look the same)."""
 
 
+def roles_at_least(role: str) -> list[str]:
+    """The roles that include ``role`` ("write" → write, admin)."""
+    return [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
+
+
+def role_allows(current: str | None, role: str) -> bool:
+    """Whether holding ``current`` (None: no role) is enough for ``role``."""
+    return current is not None and ROLE_RANK[current] >= ROLE_RANK[role]
+
+
 def collections_for_user(user: User | AnonymousUser, *, role: str = "read") -> QuerySet[Collection]:
     """Collections on which ``user`` has at least ``role`` (superusers: all)."""
     if not user.is_authenticated:
         return Collection.objects.none()
     if user.is_superuser:
         return Collection.objects.all()
-    allowed = [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
     return Collection.objects.filter(
-        Q(memberships__user=user, memberships__role__in=allowed)
+        Q(memberships__user=user, memberships__role__in=roles_at_least(role))
     ).distinct()
 
 
@@ -62,10 +71,9 @@ def collection_and_role_for_user(
         if found is not None:
             return found, CollectionMembership.Role.ADMIN
     elif user.is_authenticated:
-        allowed = [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
         membership = (
             CollectionMembership.objects.select_related("collection")
-            .filter(user=user, collection__slug=slug, role__in=allowed)
+            .filter(user=user, collection__slug=slug, role__in=roles_at_least(role))
             .first()
         )
         if membership is not None:
@@ -84,8 +92,7 @@ def user_role(user: User | AnonymousUser, collection: Collection) -> str | None:
 
 
 def user_can(user: User | AnonymousUser, collection: Collection, role: str) -> bool:
-    current = user_role(user, collection)
-    return current is not None and ROLE_RANK[current] >= ROLE_RANK[role]
+    return role_allows(user_role(user, collection), role)
 
 
 # Who may review the quarantine of a collection: approving indexes content the

@@ -8,6 +8,8 @@ the page's named partial instead of the whole page.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -216,50 +218,55 @@ def _after_intake(slug: str, intake: Intake) -> HttpResponse:
     return redirect(url)
 
 
-@require_POST
-@login_required
-def collection_upload(request: HttpRequest, slug: str) -> HttpResponse:
+def _intake_view(
+    request: HttpRequest,
+    slug: str,
+    form: UploadForm | UrlForm,
+    *,
+    accept: Callable[..., Intake],
+    items: str,
+    refused: str,
+) -> HttpResponse:
+    """One form that starts an ingestion job: check role and form, accept, report, redirect.
+
+    ``items`` names the form field handed to ``accept`` (files or URLs);
+    ``refused`` opens each form error's message.
+    """
     collection = _collection(request, slug)
     if not _allowed(request, collection, "write"):
         return redirect("collections:detail", slug=slug)
-    form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
-                messages.error(request, f"Upload not started: {error}")
+                messages.error(request, f"{refused}: {error}")
         return redirect("collections:detail", slug=slug)
-    intake = uploads_accept(
+    intake = accept(
         collection=collection,
-        files=form.cleaned_data["files"],
         user=request.user,
         chunking=form.cleaned_data["chunking"],
         request_key=form.cleaned_data["request_key"],
+        **{items: form.cleaned_data[items]},
     )
     _report_intake(request, intake)
     return _after_intake(slug, intake)
+
+
+@require_POST
+@login_required
+def collection_upload(request: HttpRequest, slug: str) -> HttpResponse:
+    form = UploadForm(request.POST, request.FILES)
+    return _intake_view(
+        request, slug, form, accept=uploads_accept, items="files", refused="Upload not started"
+    )
 
 
 @require_POST
 @login_required
 def collection_add_urls(request: HttpRequest, slug: str) -> HttpResponse:
-    collection = _collection(request, slug)
-    if not _allowed(request, collection, "write"):
-        return redirect("collections:detail", slug=slug)
     form = UrlForm(request.POST)
-    if not form.is_valid():
-        for errors in form.errors.values():
-            for error in errors:
-                messages.error(request, f"Addresses not added: {error}")
-        return redirect("collections:detail", slug=slug)
-    intake = urls_accept(
-        collection=collection,
-        urls=form.cleaned_data["urls"],
-        user=request.user,
-        chunking=form.cleaned_data["chunking"],
-        request_key=form.cleaned_data["request_key"],
+    return _intake_view(
+        request, slug, form, accept=urls_accept, items="urls", refused="Addresses not added"
     )
-    _report_intake(request, intake)
-    return _after_intake(slug, intake)
 
 
 @require_GET

@@ -28,6 +28,7 @@ from query_app.exceptions import (
     QuestionTooLong,
 )
 from query_app.models import QueryRun
+from query_app.pipeline.generation import LLM_NOT_CONFIGURED
 from query_app.pipeline.options import QueryLimits
 from query_app.pipeline.profiles import options_resolve
 from query_app.pipeline.rerankers import load_cross_encoder
@@ -107,10 +108,7 @@ def query_prepare(
         and options.generation.generator == "llm"
         and chat is None
     ):
-        raise ChatNotConfigured(
-            "generation.generator is 'llm' but no chat model is configured "
-            "(set RAG_CHAT_BASE_URL and RAG_CHAT_MODEL)"
-        )
+        raise ChatNotConfigured(LLM_NOT_CONFIGURED)
     return RagQuery(
         question=text,
         collection=target,

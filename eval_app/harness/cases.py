@@ -42,6 +42,7 @@ from query_app.models import QueryRun
 from query_app.pipeline.assembly import AssembledContext, Passage
 from query_app.pipeline.groundedness import check_groundedness
 from query_app.pipeline.lexical import markers_in
+from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.types import Candidate
 
 Stage = EvalCaseResult.Stage
@@ -286,7 +287,7 @@ def case_evaluate(
     metrics["groundedness"] = grounded
 
     options = planned.options
-    pool_size = options.candidate_k if options.rerank.kind == "none" else len(ranked)
+    pool_size = _pool_size(options, ranked)
     admitted = case.ranked_refs([c["source"] for c in answer_run.citations])
     stage, detail = classify(
         case=case,
@@ -316,6 +317,12 @@ def case_evaluate(
     )
 
 
+def _pool_size(options: QueryOptions, ranked: list[str]) -> int:
+    """How many of the ranked sources were candidates: the retrieved ``candidate_k``,
+    or everything the reranker saw."""
+    return options.candidate_k if options.rerank.kind == "none" else len(ranked)
+
+
 def _ranking_only(
     case: GoldenCase,
     planned: PlannedProfile,
@@ -329,7 +336,7 @@ def _ranking_only(
     options = planned.options
     stage, detail = "", ""
     if not case.should_refuse:
-        pool_size = options.candidate_k if options.rerank.kind == "none" else len(ranked)
+        pool_size = _pool_size(options, ranked)
         kept = ranked[: options.rerank.top_n]
         stage, detail = classify(
             case=case,

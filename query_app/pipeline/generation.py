@@ -39,6 +39,10 @@ NOT_FOUND_ANSWER = (
     "Not found in this collection: no passage is relevant enough to answer this question."
 )
 GENERATORS = ("auto", "llm", "extractive")
+LLM_NOT_CONFIGURED = (
+    "generation.generator is 'llm' but no chat model is configured "
+    "(set RAG_CHAT_BASE_URL and RAG_CHAT_MODEL)"
+)
 # Yielded instead of a token when streamed text must be discarded (the model
 # failed mid-stream and the extractive answer replaces it).
 RESET = object()
@@ -125,10 +129,7 @@ def generate(
     use_llm = options.generator in ("auto", "llm") and chat is not None
     if options.generator == "llm" and chat is None:
         if not allow_fallback:
-            raise ChatNotConfigured(
-                "generation.generator is 'llm' but no chat model is configured "
-                "(set RAG_CHAT_BASE_URL and RAG_CHAT_MODEL)"
-            )
+            raise ChatNotConfigured(LLM_NOT_CONFIGURED)
         warnings.append("generator 'llm' asked for but no chat model is configured")
     if not use_llm:
         if options.generator != "extractive" and chat is None:

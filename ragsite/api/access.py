@@ -14,7 +14,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.request import Request
 
 from collections_app.models import Collection, IngestionJob
-from collections_app.selectors import collection_get_for_user, user_can, user_role
+from collections_app.selectors import collection_and_role_for_user, role_allows
 
 M = TypeVar("M", bound=Model)
 
@@ -28,9 +28,8 @@ def collection_for(request: Request, slug: str, *, role: str = "read") -> Collec
     Raises CollectionNotFound (→ 404) when the caller cannot even read it, and
     PermissionDenied (→ 403) when it can read it but lacks ``role``.
     """
-    collection = collection_get_for_user(request.user, slug=slug, role="read")
-    if role != "read" and not user_can(request.user, collection, role):
-        current = user_role(request.user, collection)
+    collection, current = collection_and_role_for_user(request.user, slug=slug, role="read")
+    if not role_allows(current, role):
         raise PermissionDenied(
             f"this needs the {role} role on collection {slug!r}; you have the {current} role"
         )
