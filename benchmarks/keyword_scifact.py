@@ -133,6 +133,7 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
 
     call_command("migrate", "collections_app", verbosity=0)
+    from collections_app.ingestion.storage import chunk_statistics_refresh
     from collections_app.models import Collection
     from query_app.pipeline.keyword import keyword_search
     from query_app.pipeline.options import RetrievalOptions
@@ -196,9 +197,8 @@ def main() -> None:
             f"{percentile(latencies, 50):>8.1f} {percentile(latencies, 95):>8.1f}"
         )
 
-    with connection.cursor() as cur:
-        # Fresh statistics, or the planner guesses the tsquery's selectivity.
-        cur.execute("ANALYZE collections_app_chunk")
+    # Fresh statistics, or the planner guesses the tsquery's selectivity.
+    chunk_statistics_refresh()
     # The most selective claim: at scale most look like this one.
     text = min((t for t in pooled if pooled[t]), key=lambda t: pooled[t])
     with CaptureQueriesContext(connection) as captured:

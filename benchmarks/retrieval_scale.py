@@ -101,6 +101,7 @@ def build(size: int, texts: list[str], vectors: np.ndarray) -> object:
     """Write a collection of ``size`` chunks with COPY and index it like ingestion does."""
     from django.db import connection
 
+    from collections_app.ingestion.storage import chunk_statistics_refresh
     from collections_app.keyword_stats import collection_term_stats_refresh
     from collections_app.models import Collection, Source
     from collections_app.services import collection_create, collection_delete
@@ -172,8 +173,7 @@ def build(size: int, texts: list[str], vectors: np.ndarray) -> object:
         embedding_dimensions=vectors.shape[1],
         index_version=1,
     )
-    with connection.cursor() as cur:
-        cur.execute("ANALYZE collections_app_chunk")
+    chunk_statistics_refresh()
     print(f"{slug}: loaded in {loaded:.0f} s, HNSW built in {indexed:.0f} s", flush=True)
     collection.refresh_from_db()
     return collection

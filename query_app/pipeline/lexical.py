@@ -129,7 +129,10 @@ def _segmenter() -> pysbd.Segmenter:
 
 
 # A Markdown heading line ("## Backups"): a title, never part of a sentence.
-HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*$", re.MULTILINE)
+_HEADING = r"^[ \t]{0,3}#{1,6}[ \t].*$"
+HEADING_RE = re.compile(_HEADING, re.MULTILINE)
+# Where split_sentences cuts text into blocks: blank lines, and around headings.
+_BLOCKS_RE = re.compile(rf"(\n\s*\n|{_HEADING})", re.MULTILINE)
 
 
 def is_heading(sentence: str) -> bool:
@@ -158,7 +161,7 @@ def split_sentences(text: str) -> list[Sentence]:
     """
     result: list[Sentence] = []
     offset = 0
-    for block in re.split(r"(\n\s*\n|^[ \t]{0,3}#{1,6}[ \t].*$)", text, flags=re.MULTILINE):
+    for block in _BLOCKS_RE.split(text):
         if block.strip():  # blank-line separators hold only whitespace
             title = _is_title(block.strip())
             with _segmenter_lock:

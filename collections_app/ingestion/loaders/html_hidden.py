@@ -292,7 +292,7 @@ def apply_hiding_rules(document: Element) -> int:
             style.text or "", skip_comments=True, skip_whitespace=True
         ):
             rules_seen += 1
-            if rules_seen > _MAX_STYLE_RULES or marked >= _MAX_MARKED:
+            if rules_seen > _MAX_STYLE_RULES:
                 return marked
             if rule.type != "qualified-rule":
                 continue  # @media print, @font-face, ...: not what the reader sees
@@ -315,6 +315,8 @@ def apply_hiding_rules(document: Element) -> int:
             except (SelectorError, etree.XPathError):
                 continue  # a selector cssselect cannot express: the rule is not applied
             for element in matches:
+                if marked >= _MAX_MARKED:
+                    return marked
                 if isinstance(element, Element):
                     element.set("style", f"{declarations}; {element.get('style') or ''}")
                     marked += 1
