@@ -55,12 +55,9 @@ from collections_app.services import (
     uploads_accept,
     urls_accept,
 )
+from ragsite.web import is_htmx
 
 ROLE_WORDS = {"read": "read", "write": "change", "admin": "administer"}
-
-
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 def _collection(request: HttpRequest, slug: str) -> Collection:

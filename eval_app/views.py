@@ -38,12 +38,9 @@ from eval_app.selectors import (
 )
 from eval_app.services import eval_run_cancel, eval_run_create, eval_run_enqueue
 from query_app.exceptions import QueryError
+from ragsite.web import is_htmx
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-
-
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 def _run(run_id: int) -> EvalRun:

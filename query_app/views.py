@@ -35,12 +35,9 @@ from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, Token
 from query_app.presentation import StageRow, answer_html, stage_summary, trace_html, trace_rows
 from query_app.selectors import QueryRunNotFound, query_run_get_for_user, query_runs_for_user
 from query_app.services import RunEvent, query_answer, query_answer_stream, query_run_rerun
+from ragsite.web import is_htmx
 
 logger = logging.getLogger(__name__)
-
-
-def is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
 
 
 def sentence(message: str) -> str:
