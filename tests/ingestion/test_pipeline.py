@@ -272,7 +272,7 @@ def _explain_vector_search(collection) -> str:
 # same transaction is not usable until that transaction ends.
 @pytest.mark.django_db(transaction=True)
 def test_changed_embedding_model_needs_reindex(collection, corpus, settings, tmp_path):
-    from tests.model_factories import build_tiny_sentence_transformer
+    from tests.support.tiny_models import build_tiny_sentence_transformer
 
     collection_ingest(collection=collection, locations=[str(corpus)])
     tiny = build_tiny_sentence_transformer(tmp_path / "tiny", dimensions=48)
@@ -299,7 +299,7 @@ def test_changed_embedding_model_needs_reindex(collection, corpus, settings, tmp
 
 @pytest.mark.django_db(transaction=True)
 def test_collections_of_different_dimensions_each_use_their_own_index(user, corpus, tmp_path):
-    from tests.model_factories import build_tiny_sentence_transformer
+    from tests.support.tiny_models import build_tiny_sentence_transformer
 
     tiny = build_tiny_sentence_transformer(tmp_path / "tiny", dimensions=32)
     small = collection_create(

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from django.core.cache import cache
 
-from query_app.tests.chat_server import ScriptedChatServer
-from query_app.tests.factories import Doc, indexed_collection
+from tests.support.chat_server import ScriptedChatServer
+from tests.support.factories import Doc, indexed_collection
 
 # A small knowledge base. The refund passage shares no word with the
 # "money returned" question (only the vector leg can find it); ERR-4471 is

@@ -20,7 +20,7 @@ from query_app.chat import (
     OpenAICompatibleChatClient,
     chat_client_from_settings,
 )
-from query_app.tests.chat_server import Reply, completion, streamed
+from tests.support.chat_server import Reply, completion, streamed
 
 MESSAGES = [{"role": "user", "content": "Say hello."}]
 

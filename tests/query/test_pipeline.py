@@ -9,7 +9,7 @@ import pytest
 from query_app.pipeline.generation import NOT_FOUND_ANSWER
 from query_app.pipeline.types import STAGES
 from query_app.services import query_answer, query_answer_stream, query_retrieve
-from query_app.tests.factories import Doc, chunks_replace, indexed_collection
+from tests.support.factories import Doc, chunks_replace, indexed_collection
 
 REFUND_QUESTION = "How many days do customers have to request a refund?"
 UNRELATED_QUESTION = "What is the boiling point of mercury at sea level?"

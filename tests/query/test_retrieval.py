@@ -13,7 +13,7 @@ from query_app.pipeline.keyword import code_parts, keyword_query_parse, keyword_
 from query_app.pipeline.options import RetrievalOptions
 from query_app.pipeline.retrieval import collection_embedder, retrieve_probe, rrf_scores
 from query_app.services import query_answer, query_prepare, query_retrieve
-from query_app.tests.factories import Doc, indexed_collection
+from tests.support.factories import Doc, indexed_collection
 
 CODE_QUESTION = "What does ERR-4471 mean?"
 PARAPHRASE_QUESTION = "How long do I have to get my money returned?"
@@ -117,7 +117,7 @@ def test_rrf_scores_sum_reciprocal_ranks():
 @pytest.fixture
 def large_collection(db, reader):
     """3,000 chunks with random vectors: enough rows for the planner to prefer the indexes."""
-    from query_app.tests.factories import chunks_add
+    from tests.support.factories import chunks_add
 
     collection = indexed_collection(
         ["Kernel panic after a firmware update."], slug="large", members={reader: "read"}

@@ -13,7 +13,7 @@ from django.test import Client
 
 from collections_app.models import Source
 from query_app.models import QueryRun
-from query_app.tests.chat_server import ScriptedChatServer, streamed
+from tests.support.chat_server import ScriptedChatServer, streamed
 from tests.ui.conftest import HOSTILE, upload
 
 pytestmark = pytest.mark.django_db
