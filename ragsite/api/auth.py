@@ -6,8 +6,6 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.authtoken.views import ObtainAuthToken
 
-from ragsite.api.errors import TranslatedErrorsMixin
-
 
 @extend_schema(
     tags=["auth"],
@@ -18,5 +16,5 @@ from ragsite.api.errors import TranslatedErrorsMixin
     ),
     responses=inline_serializer("TokenResponse", {"token": serializers.CharField()}),
 )
-class TokenView(TranslatedErrorsMixin, ObtainAuthToken):
+class TokenView(ObtainAuthToken):
     """The user's API token (created on first use)."""

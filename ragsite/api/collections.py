@@ -22,7 +22,6 @@ from collections_app.services import (
     membership_change,
 )
 from ragsite.api.access import collection_for
-from ragsite.api.errors import TranslatedErrorsMixin
 from ragsite.api.serializers import (
     CollectionCreateSerializer,
     CollectionSerializer,
@@ -43,7 +42,7 @@ def _collection_with_stats(request: Request, slug: str) -> Any:
 
 
 @extend_schema(tags=TAG)
-class CollectionListView(TranslatedErrorsMixin, generics.ListAPIView):
+class CollectionListView(generics.ListAPIView):
     """Collections the caller can read, with their source and chunk counts."""
 
     serializer_class = CollectionSerializer
@@ -80,7 +79,7 @@ class CollectionListView(TranslatedErrorsMixin, generics.ListAPIView):
 
 
 @extend_schema(tags=TAG)
-class CollectionDetailView(TranslatedErrorsMixin, APIView):
+class CollectionDetailView(APIView):
     """One collection: read (any role), update and delete (admin)."""
 
     @extend_schema(responses=CollectionSerializer, summary="Retrieve a collection")
@@ -126,7 +125,7 @@ class CollectionDetailView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=TAG)
-class MemberListView(TranslatedErrorsMixin, APIView):
+class MemberListView(APIView):
     """Who may read, write or administer a collection (admin only)."""
 
     @extend_schema(responses=MemberSerializer(many=True), summary="List members (admin)")
@@ -154,7 +153,7 @@ class MemberListView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=TAG)
-class MemberDetailView(TranslatedErrorsMixin, APIView):
+class MemberDetailView(APIView):
     """One member's role (admin only)."""
 
     def _member(self, request: Request, slug: str, username: str) -> tuple[Any, Any]:

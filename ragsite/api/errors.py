@@ -3,14 +3,14 @@
 An app exception becomes ``{"detail": <sentence for a person>, "code": <stable,
 for programs>}`` (unknown-name errors also carry ``known``); DRF's own errors
 (serializer validation, authentication) keep DRF's shape. Bad input is never a
-bare 500.
+bare 500. ``api_exception_handler`` is DRF's ``EXCEPTION_HANDLER`` (settings), so
+every API view uses it.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from typing import Any
 
 from rest_framework import status
@@ -71,10 +71,3 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
                 logger.warning("API request failed upstream: %s", exc)
             return Response(error_body(exc), status=code)
     return exception_handler(exc, context)
-
-
-class TranslatedErrorsMixin:
-    """Use ``api_exception_handler`` for this view (mix into every API view)."""
-
-    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        return api_exception_handler

@@ -11,9 +11,8 @@ from rest_framework.views import APIView
 
 from collections_app.models import QuarantineItem
 from collections_app.selectors import quarantine_queue
-from collections_app.services import quarantine_approve, quarantine_decide, quarantine_reject
+from collections_app.services import quarantine_approve, quarantine_reject, quarantine_review
 from ragsite.api.access import collection_for, object_or_404
-from ragsite.api.errors import TranslatedErrorsMixin
 from ragsite.api.serializers import (
     ApprovalSerializer,
     BulkResultSerializer,
@@ -44,7 +43,7 @@ def _item(request: Request, slug: str, pk: int) -> QuarantineItem:
         )
     ],
 )
-class QuarantineListView(TranslatedErrorsMixin, generics.ListAPIView):
+class QuarantineListView(generics.ListAPIView):
     """Items held for review, pending ones by default (``?status=approved|rejected|all``)."""
 
     serializer_class = QuarantineItemSerializer
@@ -59,7 +58,7 @@ class QuarantineListView(TranslatedErrorsMixin, generics.ListAPIView):
 
 
 @extend_schema(tags=TAG)
-class QuarantineDetailView(TranslatedErrorsMixin, APIView):
+class QuarantineDetailView(APIView):
     """One held item with its signals, excerpt and the full text a reviewer decides on."""
 
     @extend_schema(responses=QuarantineItemDetailSerializer, summary="Retrieve a quarantine item")
@@ -68,7 +67,7 @@ class QuarantineDetailView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=TAG)
-class QuarantineApproveView(TranslatedErrorsMixin, APIView):
+class QuarantineApproveView(APIView):
     """Approve held content: exactly the text the reviewer saw is indexed."""
 
     @extend_schema(request=None, responses=ApprovalSerializer, summary="Approve an item")
@@ -80,7 +79,7 @@ class QuarantineApproveView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=TAG)
-class QuarantineRejectView(TranslatedErrorsMixin, APIView):
+class QuarantineRejectView(APIView):
     """Reject held content with a reason; it stays out of the index."""
 
     @extend_schema(
@@ -96,7 +95,7 @@ class QuarantineRejectView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=TAG)
-class QuarantineBulkView(TranslatedErrorsMixin, APIView):
+class QuarantineBulkView(APIView):
     """Approve or reject many items at once; each item reports its own outcome."""
 
     @extend_schema(
@@ -112,7 +111,7 @@ class QuarantineBulkView(TranslatedErrorsMixin, APIView):
         items = quarantine_queue(request.user, status="").filter(
             collection=collection, pk__in=data["ids"]
         )
-        outcomes = quarantine_decide(
+        outcomes = quarantine_review(
             items=items, reviewer=request.user, decision=data["action"], reason=data["reason"]
         )
         found = {outcome.item.pk for outcome in outcomes}

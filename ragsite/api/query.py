@@ -13,7 +13,6 @@ from query_app.models import QueryRun
 from query_app.selectors import query_run_get_for_user, query_runs_for_user
 from query_app.services import query_answer
 from ragsite.api.access import collection_for
-from ragsite.api.errors import TranslatedErrorsMixin
 
 TAG = ["query"]
 
@@ -111,7 +110,7 @@ class QueryRunSummarySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class _AskView(TranslatedErrorsMixin, APIView):
+class _AskView(APIView):
     retrieval_only = False
 
     def post(self, request: Request, slug: str) -> Response:
@@ -170,7 +169,7 @@ class RetrieveView(_AskView):
     tags=TAG,
     parameters=[OpenApiParameter("collection", str, description="Only runs of this collection.")],
 )
-class QueryRunListView(TranslatedErrorsMixin, generics.ListAPIView):
+class QueryRunListView(generics.ListAPIView):
     """The caller's own query runs, newest first."""
 
     serializer_class = QueryRunSummarySerializer
@@ -182,7 +181,7 @@ class QueryRunListView(TranslatedErrorsMixin, generics.ListAPIView):
 
 
 @extend_schema(tags=TAG)
-class QueryRunDetailView(TranslatedErrorsMixin, APIView):
+class QueryRunDetailView(APIView):
     """One stored run (visible to whoever can read its collection)."""
 
     @extend_schema(responses=QueryRunSerializer, summary="Retrieve a query run")

@@ -21,7 +21,6 @@ from collections_app.services import (
     urls_accept,
 )
 from ragsite.api.access import IDEMPOTENCY_HEADER, collection_for, object_or_404, request_key
-from ragsite.api.errors import TranslatedErrorsMixin
 from ragsite.api.serializers import (
     ChunkSerializer,
     IngestionJobSerializer,
@@ -79,7 +78,7 @@ def _job_sources(job: IngestionJob | None) -> list[Source]:
 
 
 @extend_schema(tags=SOURCES)
-class SourceListView(TranslatedErrorsMixin, generics.ListAPIView):
+class SourceListView(generics.ListAPIView):
     """A collection's sources with status, kind, size, chunk count, hash and error."""
 
     serializer_class = SourceSerializer
@@ -90,7 +89,7 @@ class SourceListView(TranslatedErrorsMixin, generics.ListAPIView):
 
 
 @extend_schema(tags=SOURCES)
-class SourceUploadView(TranslatedErrorsMixin, APIView):
+class SourceUploadView(APIView):
     """Upload one or many files; they are stored and ONE ingestion job starts (write role)."""
 
     parser_classes = [parsers.MultiPartParser, parsers.FormParser]
@@ -133,7 +132,7 @@ class SourceUploadView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=SOURCES)
-class SourceLocationsView(TranslatedErrorsMixin, APIView):
+class SourceLocationsView(APIView):
     """Add web pages by URL (write role) or server paths and globs (staff) via one job."""
 
     @extend_schema(
@@ -160,7 +159,7 @@ class SourceLocationsView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=SOURCES)
-class SourceDetailView(TranslatedErrorsMixin, APIView):
+class SourceDetailView(APIView):
     """One source with a page of its chunks (``?limit=&offset=``); delete it (write role)."""
 
     @extend_schema(
@@ -194,7 +193,7 @@ class SourceDetailView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=SOURCES)
-class SourceReingestView(TranslatedErrorsMixin, APIView):
+class SourceReingestView(APIView):
     """Read one source again and ingest it if it changed (write role)."""
 
     @extend_schema(
@@ -211,7 +210,7 @@ class SourceReingestView(TranslatedErrorsMixin, APIView):
 
 
 @extend_schema(tags=JOBS)
-class JobListView(TranslatedErrorsMixin, generics.ListAPIView):
+class JobListView(generics.ListAPIView):
     """A collection's ingestion jobs, newest first."""
 
     serializer_class = IngestionJobSerializer
@@ -224,7 +223,7 @@ class JobListView(TranslatedErrorsMixin, generics.ListAPIView):
 
 
 @extend_schema(tags=JOBS)
-class JobDetailView(TranslatedErrorsMixin, APIView):
+class JobDetailView(APIView):
     """One job's status, progress counts, percent, current step, report and error."""
 
     @extend_schema(responses=IngestionJobSerializer, summary="Retrieve an ingestion job")
