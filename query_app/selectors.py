@@ -8,9 +8,9 @@ collection hides its runs, one's own included, since they quote its passages.
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from collections_app.models import Collection
+from collections_app.models import Collection, Source
 from collections_app.selectors import collections_for_user
 from query_app.models import QueryRun
 
@@ -40,3 +40,26 @@ def query_run_get_for_user(user: User | AnonymousUser, *, run_id: int) -> QueryR
         return query_runs_for_user(user, mine_only=False).get(pk=run_id)
     except (QueryRun.DoesNotExist, ValueError, TypeError):
         raise QueryRunNotFound(f"no query run {run_id!r}") from None
+
+
+def query_runs_search_for_user(
+    user: User | AnonymousUser, *, text: str = "", collection_slug: str = ""
+) -> QuerySet[QueryRun]:
+    """The user's own runs for a list page, newest first, without the large JSON columns.
+
+    ``text`` matches the question or the answer (case-insensitive); ``collection_slug``
+    keeps one collection's runs. Empty values filter nothing.
+    """
+    runs = query_runs_for_user(user).defer("trace", "options", "citations")
+    if text:
+        runs = runs.filter(Q(question__icontains=text) | Q(answer__icontains=text))
+    if collection_slug:
+        runs = runs.filter(collection__slug=collection_slug)
+    return runs
+
+
+def query_run_source_exists(run: QueryRun, *, source_id: int | None) -> bool:
+    """Whether the source a citation of ``run`` points at is still in the run's collection."""
+    if source_id is None:
+        return False
+    return Source.objects.filter(collection=run.collection, pk=source_id).exists()

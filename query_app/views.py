@@ -18,7 +18,6 @@ from urllib.parse import quote
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -26,15 +25,25 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from collections_app.models import Source
 from collections_app.selectors import CollectionNotFound
 from query_app.exceptions import QueryError
 from query_app.forms import AskForm, HistoryFilterForm, RerunForm
 from query_app.models import QueryRun
 from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, TokenEvent
 from query_app.presentation import StageRow, answer_html, stage_summary, trace_html, trace_rows
-from query_app.selectors import QueryRunNotFound, query_run_get_for_user, query_runs_for_user
-from query_app.services import RunEvent, query_answer, query_answer_stream, query_run_rerun
+from query_app.selectors import (
+    QueryRunNotFound,
+    query_run_get_for_user,
+    query_run_source_exists,
+    query_runs_search_for_user,
+)
+from query_app.services import (
+    QueryRequest,
+    RunEvent,
+    query_answer,
+    query_answer_stream,
+    query_run_rerun,
+)
 from ragsite.web import is_htmx
 
 logger = logging.getLogger(__name__)
@@ -108,14 +117,15 @@ def answer_view(run: QueryRun) -> AnswerView:
     )
 
 
-def _ask_arguments(data: QueryDict) -> dict[str, Any]:
-    """The service's arguments from a posted ask form; the service validates them all."""
-    return {
-        "collection": data.get("collection", ""),
-        "question": data.get("question", ""),
-        "profile": data.get("profile") or None,
-        "retrieval_only": bool(data.get("retrieval_only")),
-    }
+def _ask_request(data: QueryDict, *, stream: bool = False) -> QueryRequest:
+    """The question of a posted ask form; the service validates it all."""
+    return QueryRequest(
+        collection=data.get("collection", ""),
+        question=data.get("question", ""),
+        profile=data.get("profile") or None,
+        retrieval_only=bool(data.get("retrieval_only")),
+        stream=stream,
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -127,7 +137,7 @@ def ask(request: HttpRequest) -> HttpResponse:
         return render(request, "query/ask.html", {"form": form, "answer": None})
     answer, error = None, ""
     try:
-        run = query_answer(user=request.user, **_ask_arguments(request.POST))
+        run = query_answer(user=request.user, request=_ask_request(request.POST))
     except CollectionNotFound:
         raise Http404("No such collection") from None
     except QueryError as exc:
@@ -185,7 +195,9 @@ def _stream(request: HttpRequest, events: Iterator[Any]) -> Iterator[str]:
 def ask_stream(request: HttpRequest) -> HttpResponse:
     """The ask form as Server-Sent Events: stage progress, answer tokens, then the answer HTML."""
     try:
-        events = query_answer_stream(user=request.user, **_ask_arguments(request.POST))
+        events = query_answer_stream(
+            user=request.user, request=_ask_request(request.POST, stream=True)
+        )
     except CollectionNotFound:
         raise Http404("No such collection") from None
     except QueryError as exc:
@@ -213,9 +225,7 @@ def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
     citation = next((c for c in run.citations if c.get("marker") == marker), None)
     if citation is None:
         raise Http404("No such citation")
-    source_exists = Source.objects.filter(
-        collection=run.collection, pk=citation.get("source_id")
-    ).exists()
+    source_exists = query_run_source_exists(run, source_id=citation.get("source_id"))
     context = {
         "run": run,
         "citation": citation,
@@ -230,13 +240,12 @@ def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
 @login_required
 def history(request: HttpRequest) -> HttpResponse:
     form = HistoryFilterForm(request.GET or None, user=request.user)
-    runs = query_runs_for_user(request.user).defer("trace", "options", "citations")
-    if form.is_valid():
-        if form.cleaned_data["q"]:
-            text = form.cleaned_data["q"]
-            runs = runs.filter(Q(question__icontains=text) | Q(answer__icontains=text))
-        if form.cleaned_data["collection"]:
-            runs = runs.filter(collection__slug=form.cleaned_data["collection"])
+    filters = form.cleaned_data if form.is_valid() else {}
+    runs = query_runs_search_for_user(
+        request.user,
+        text=filters.get("q") or "",
+        collection_slug=filters.get("collection") or "",
+    )
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
