@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import httpx
-import pytest
 
-from tests.api.conftest import INSTALL, REFUNDS
-
-
-@pytest.fixture
-def no_chat_model(settings):
-    settings.RAG = {**settings.RAG, "chat": {**settings.RAG["chat"], "base_url": "", "model": ""}}
+from tests.support.documents import INSTALL, REFUNDS
 
 
 def test_a_client_uploads_then_asks_over_http(

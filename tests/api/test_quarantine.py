@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from collections_app.models import Chunk, QuarantineItem, Source
-from tests.api.conftest import INJECTION, markdown
+from tests.support.documents import PLAIN_INJECTION, upload
 
 pytestmark = pytest.mark.django_db
 
@@ -20,8 +20,8 @@ def held(api, collection, media_root, celery_eager, django_capture_on_commit_cal
             "/api/collections/docs/sources/upload",
             {
                 "files": [
-                    markdown("notes.md", INJECTION),
-                    markdown("notes-2.md", INJECTION.replace("dark", "light")),
+                    upload("notes.md", PLAIN_INJECTION),
+                    upload("notes-2.md", PLAIN_INJECTION.replace("dark", "light")),
                 ]
             },
             format="multipart",

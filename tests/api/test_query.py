@@ -10,18 +10,13 @@ from collections_app.models import Chunk
 from query_app.models import QueryRun
 from query_app.pipeline.rerankers import MODEL_ENV
 
-pytestmark = pytest.mark.django_db
+# Answers are extractive unless a test configures a chat endpoint.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_chat_model")]
 
 QUERY = "/api/collections/docs/query"
 RETRIEVE = "/api/collections/docs/retrieve"
 QUESTION = "What does error ERR-4471 from the installer mean?"
 CITATION_KEYS = {"marker", "chunk_id", "source", "snippet", "score", "char_start", "char_end"}
-
-
-@pytest.fixture(autouse=True)
-def no_chat_model(settings):
-    """Answer extractively unless a test configures a chat endpoint."""
-    settings.RAG = {**settings.RAG, "chat": {**settings.RAG["chat"], "base_url": "", "model": ""}}
 
 
 @pytest.fixture

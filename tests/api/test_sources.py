@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from collections_app.models import Chunk, IngestionJob, Source
-from tests.api.conftest import INSTALL, REFUNDS, markdown, token_client
+from tests.support.clients import token_client
+from tests.support.documents import INSTALL, REFUNDS, upload
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +19,7 @@ def test_upload_starts_one_job_that_indexes_every_file(
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(
             UPLOAD,
-            {"files": [markdown("install.md", INSTALL), markdown("refunds.md", REFUNDS)]},
+            {"files": [upload("install.md", INSTALL), upload("refunds.md", REFUNDS)]},
             format="multipart",
         )
     assert response.status_code == 202, response.content
@@ -49,10 +50,10 @@ def test_oversized_file_is_refused_while_the_others_are_ingested(
         **settings.RAG,
         "ingestion": {**settings.RAG["ingestion"], "max_file_bytes": 300},
     }
-    big = markdown("big.md", "# Big\n\n" + "All work and no play. " * 40)
+    big = upload("big.md", "# Big\n\n" + "All work and no play. " * 40)
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(
-            UPLOAD, {"files": [big, markdown("refunds.md", REFUNDS)]}, format="multipart"
+            UPLOAD, {"files": [big, upload("refunds.md", REFUNDS)]}, format="multipart"
         )
     assert response.status_code == 202, response.content
     body = response.json()
@@ -69,7 +70,7 @@ def test_upload_with_no_acceptable_file_is_a_bad_request(api, collection, media_
         **settings.RAG,
         "ingestion": {**settings.RAG["ingestion"], "max_file_bytes": 10},
     }
-    response = api.post(UPLOAD, {"files": [markdown("refunds.md", REFUNDS)]}, format="multipart")
+    response = api.post(UPLOAD, {"files": [upload("refunds.md", REFUNDS)]}, format="multipart")
     assert response.status_code == 400
     assert "refunds.md" in response.json()["detail"]
     assert not IngestionJob.objects.exists()
@@ -88,7 +89,7 @@ def test_retried_upload_with_the_same_idempotency_key_starts_no_second_job(
         with django_capture_on_commit_callbacks(execute=True):
             return api.post(
                 UPLOAD,
-                {"files": [markdown("refunds.md", REFUNDS)]},
+                {"files": [upload("refunds.md", REFUNDS)]},
                 format="multipart",
                 HTTP_IDEMPOTENCY_KEY="upload-7f3a",
             )
@@ -103,7 +104,7 @@ def test_retried_upload_with_the_same_idempotency_key_starts_no_second_job(
 
     other_key = api.post(
         UPLOAD,
-        {"files": [markdown("refunds.md", REFUNDS)]},
+        {"files": [upload("refunds.md", REFUNDS)]},
         format="multipart",
         HTTP_IDEMPOTENCY_KEY="upload-other",
     )
@@ -113,7 +114,7 @@ def test_retried_upload_with_the_same_idempotency_key_starts_no_second_job(
 def test_overlong_idempotency_key_is_refused(api, collection, media_root):
     response = api.post(
         UPLOAD,
-        {"files": [markdown("refunds.md", REFUNDS)]},
+        {"files": [upload("refunds.md", REFUNDS)]},
         format="multipart",
         HTTP_IDEMPOTENCY_KEY="k" * 65,
     )
@@ -123,7 +124,7 @@ def test_overlong_idempotency_key_is_refused(api, collection, media_root):
 
 
 def test_reader_may_not_upload(reader, collection, media_root):
-    response = reader.post(UPLOAD, {"files": [markdown("a.md", REFUNDS)]}, format="multipart")
+    response = reader.post(UPLOAD, {"files": [upload("a.md", REFUNDS)]}, format="multipart")
     assert response.status_code == 403
     assert "write" in response.json()["detail"]
     assert not Source.objects.exists()

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from collections_app.models import Chunk, Source
 from collections_app.services import collection_create, collection_ingest
 from query_app.models import QueryRun
-from tests.ui.conftest import INJECTION, INSTALL, REFUNDS
+from tests.support.documents import INJECTION, INSTALL, REFUNDS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

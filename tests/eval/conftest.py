@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.core.cache import cache
 
 DOCS = {
     "lighthouse.md": (
@@ -59,13 +58,6 @@ cases:
     should_refuse: true
     tags: [refuse]
 """
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ import pytest
 
 from collections_app.ingestion.detect import detect_kind
 from collections_app.ingestion.types import RawSource, SourceLoadError, UnsupportedSourceType
-
-from .sample_files import ELF_HEADER, PNG_HEADER, docx_bytes, docx_paragraph, pdf_bytes
+from tests.support.sample_files import ELF_HEADER, PNG_HEADER, docx_bytes, docx_paragraph, pdf_bytes
 
 
 def raw(data: bytes, filename: str = "", *, location: str = "", mime: str = "") -> RawSource:

@@ -15,8 +15,7 @@ from collections_app.ingestion.types import (
     SourceTooLarge,
     UnsupportedSourceType,
 )
-
-from .sample_files import (
+from tests.support.sample_files import (
     PNG_HEADER,
     docx_bytes,
     docx_paragraph,

@@ -15,8 +15,7 @@ from collections_app.ingestion.validators import (
     get_validator,
     validate_document,
 )
-
-from .sample_files import pdf_bytes
+from tests.support.sample_files import pdf_bytes
 
 LIMITS = IngestionLimits()
 

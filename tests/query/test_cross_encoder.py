@@ -10,8 +10,7 @@ import pytest
 from query_app.exceptions import RerankerModelError, RerankerNotConfigured
 from query_app.models import QueryRun
 from query_app.services import query_answer, query_retrieve
-from tests.query.conftest import KB_DOCS
-from tests.query.test_pipeline import REFUND_QUESTION, step
+from tests.support.knowledge_base import KB_DOCS, REFUND_QUESTION, step
 from tests.support.tiny_models import build_tiny_cross_encoder, export_onnx
 
 TEXTS = [REFUND_QUESTION, *[chunk for doc in KB_DOCS for chunk in doc.chunks]]

@@ -16,9 +16,9 @@ from query_app.exceptions import ChatNotConfigured, GenerationFailed
 from query_app.models import QueryRun
 from query_app.pipeline.generation import NOT_FOUND_ANSWER
 from query_app.services import query_answer, query_answer_stream, query_retrieve
-from tests.query.test_pipeline import REFUND_QUESTION, UNRELATED_QUESTION, step
 from tests.support.chat_server import Reply, completion, streamed
 from tests.support.factories import Doc, indexed_collection
+from tests.support.knowledge_base import REFUND_QUESTION, UNRELATED_QUESTION, step
 
 
 def role_of(request) -> str:

@@ -10,13 +10,7 @@ from query_app.pipeline.generation import NOT_FOUND_ANSWER
 from query_app.pipeline.types import STAGES
 from query_app.services import query_answer, query_answer_stream, query_retrieve
 from tests.support.factories import Doc, chunks_replace, indexed_collection
-
-REFUND_QUESTION = "How many days do customers have to request a refund?"
-UNRELATED_QUESTION = "What is the boiling point of mercury at sea level?"
-
-
-def step(run, stage):
-    return next(s for s in run.trace if s["stage"] == stage)
+from tests.support.knowledge_base import REFUND_QUESTION, UNRELATED_QUESTION, step
 
 
 def test_every_stage_appends_one_trace_step_in_order(kb, reader):

@@ -16,43 +16,18 @@ from django.core.management.base import CommandError
 
 from collections_app.services import collection_create, collection_ingest
 from query_app.models import QueryRun
-
-INSTALL = """# Install guide
-
-The installer for Linux needs 2 GB of free disk space and a 64-bit processor.
-
-## Troubleshooting
-
-If the installer stops with error ERR-4471, the download was corrupted; run it again.
-"""
-
-REFUNDS = """# Refund policy
-
-Refunds are possible within 30 days of purchase.
-"""
+from tests.support.documents import INSTALL, REFUNDS
 
 QUESTION = "What does error ERR-4471 from the installer mean?"
 
-
-@pytest.fixture(autouse=True)
-def no_chat_model(settings):
-    settings.RAG = {**settings.RAG, "chat": {**settings.RAG["chat"], "base_url": "", "model": ""}}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
+# Answers are extractive: no chat endpoint is configured.
+pytestmark = pytest.mark.usefixtures("no_chat_model")
 
 
 @pytest.fixture
-def docs(db, user, tmp_path):
+def docs(collection, tmp_path):
     (tmp_path / "install.md").write_text(INSTALL)
     (tmp_path / "refunds.md").write_text(REFUNDS)
-    collection = collection_create(name="Docs", slug="docs", user=user)
     report = collection_ingest(collection=collection, locations=[str(tmp_path / "*.md")])
     assert report.as_dict()["sources_ingested"] == 2
     return collection

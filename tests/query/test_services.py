@@ -18,7 +18,7 @@ from query_app.exceptions import (
 from query_app.models import QueryRun
 from query_app.selectors import QueryRunNotFound, query_run_get_for_user, query_runs_for_user
 from query_app.services import query_answer, query_answer_stream, query_run_rerun
-from tests.query.test_pipeline import REFUND_QUESTION
+from tests.support.knowledge_base import REFUND_QUESTION
 
 
 @pytest.mark.parametrize("question", ["", "   \n\t "])

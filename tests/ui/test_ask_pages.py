@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import copy
 import html
 import json
 import re
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 
 from collections_app.models import Source
 from query_app.models import QueryRun
-from tests.support.chat_server import ScriptedChatServer, streamed
-from tests.ui.conftest import HOSTILE, upload
+from tests.support.chat_server import streamed
+from tests.support.documents import HOSTILE, upload
 
 pytestmark = pytest.mark.django_db
 
 DISK = "How much free disk space does the installer need?"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    # Retrieval results are cached per collection version; tests start cold.
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def ask(client, question=DISK, **extra):  # type: ignore[no-untyped-def]
@@ -237,28 +227,13 @@ def test_an_empty_question_in_the_stream_is_an_error_event(alice, ingested):
     assert events_of(response) == [("error", {"message": "The question is empty."})]
 
 
-def test_with_a_chat_model_the_answer_streams_token_by_token(alice, ingested, settings):
+def test_with_a_chat_model_the_answer_streams_token_by_token(alice, ingested, chat_configured):
     """The chat model is a scripted OpenAI-compatible server on 127.0.0.1 (no LLM runs here)."""
-    server = ScriptedChatServer().start()
-    try:
-        rag = copy.deepcopy(settings.RAG)
-        rag["chat"] = {
-            **rag["chat"],
-            "base_url": server.base_url,
-            "model": "scripted-model",
-            "api_key": "k",
-            "max_retries": 0,
-        }
-        settings.RAG = rag
-        server.script(streamed(["The installer ", "needs 2 GB ", "of free disk space [1]."]))
+    chat_configured.script(streamed(["The installer ", "needs 2 GB ", "of free disk space [1]."]))
 
-        events = events_of(
-            alice.post(
-                "/ask/stream/", {"collection": "handbook", "profile": "fast", "question": DISK}
-            )
-        )
-    finally:
-        server.stop()
+    events = events_of(
+        alice.post("/ask/stream/", {"collection": "handbook", "profile": "fast", "question": DISK})
+    )
 
     tokens = [data["text"] for name, data in events if name == "token" and data["text"]]
     assert len(tokens) >= 3

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 
 from collections_app.services import collection_create
 from query_app.models import QueryRun
 from query_app.services import query_answer
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

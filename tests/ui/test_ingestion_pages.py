@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 
 from collections_app.models import Chunk, IngestionJob, Source
-from tests.ui.conftest import HOSTILE, INSTALL, REFUNDS, request_key_of, upload
+from tests.support.clients import request_key_of
+from tests.support.documents import HOSTILE, INSTALL, REFUNDS, upload
 
 pytestmark = pytest.mark.django_db
 

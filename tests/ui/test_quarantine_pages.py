@@ -10,7 +10,8 @@ from django.test import Client
 
 from collections_app.models import QuarantineItem, Source
 from query_app.models import QueryRun
-from tests.ui.conftest import INJECTION, request_key_of, upload
+from tests.support.clients import request_key_of
+from tests.support.documents import INJECTION, upload
 
 pytestmark = pytest.mark.django_db
 
