@@ -116,7 +116,10 @@ else:
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("RAGSITE_DB_CONN_MAX_AGE", 60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Test databases get their own name so several test runs can share one server.
-DATABASES["default"]["TEST"] = {"NAME": env_str("RAGSITE_TEST_DB_NAME", "test_ragsite")}
+# RAGSITE_DB_NAME=x gives the test database test_x (one test run per name at a time).
+DATABASES["default"]["TEST"] = {
+    "NAME": env_str("RAGSITE_TEST_DB_NAME", "test_" + env_str("RAGSITE_DB_NAME", "ragsite"))
+}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -161,9 +164,9 @@ CACHES = {
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
 CELERY_EMBEDDED_BROKER = not env_str("CELERY_BROKER_URL")
 if CELERY_EMBEDDED_BROKER:
+    # The folders are created when a worker starts or a task is published
+    # (ragsite/celery.py), not here: importing the settings creates nothing.
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
