@@ -8,7 +8,7 @@ from django import forms
 from django.conf import settings
 
 from eval_app.harness.datasets import known_datasets
-from query_app.pipeline.profiles import profile_names
+from query_app.services import profile_names
 
 
 def _relative(path: Path) -> str:

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from collections_app.selectors import CollectionNotFound
 from query_app.exceptions import GenerationFailed, QueryError
-from query_app.services import query_answer
+from query_app.services import QueryRequest, query_answer
 
 # Exit statuses: 2 = the request was wrong (usage, input, configuration);
 # 1 = it was right but the chat model failed and no fallback was allowed.
@@ -87,13 +87,15 @@ def _ask(command: BaseCommand, *, retrieval_only: bool, **options: Any) -> None:
     try:
         run = query_answer(
             user=user,
-            collection=options["collection"],
-            question=" ".join(options["question"]),
-            profile=options.get("profile"),
-            top_n=options.get("top_n"),
-            overrides=_overrides(options.get("options") or []),
-            allow_fallback=options["allow_fallback"],
-            retrieval_only=retrieval_only,
+            request=QueryRequest(
+                collection=options["collection"],
+                question=" ".join(options["question"]),
+                profile=options.get("profile"),
+                top_n=options.get("top_n"),
+                overrides=_overrides(options.get("options") or []),
+                allow_fallback=options["allow_fallback"],
+                retrieval_only=retrieval_only,
+            ),
         )
     except GenerationFailed as exc:
         raise CommandError(_one_line(exc), returncode=EXIT_FAILED) from exc

@@ -7,6 +7,7 @@ messages; nothing here should ever become a bare 500.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 
 class QueryError(Exception):
@@ -86,8 +87,25 @@ class UnknownGroundednessChecker(UnknownComponent):
     kind = "groundedness checker"
 
 
+class UnknownStage(UnknownComponent):
+    kind = "stage"
+
+
 class ConfigurationError(QueryError):
-    """The deployment lacks something the requested options need (a model, a key)."""
+    """The deployment lacks something the requested options need (a model, a key).
+
+    ``without`` holds the option overrides that run the same profile without the
+    missing part, when there is such a way (e.g. no reranker instead of a missing
+    cross-encoder), and ``without_note`` says so in words; callers decide whether
+    to accept it (evaluation's ``--without-cross-encoder``).
+    """
+
+    def __init__(
+        self, message: str, *, without: dict[str, Any] | None = None, without_note: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.without = dict(without or {})
+        self.without_note = without_note
 
 
 class RerankerNotConfigured(ConfigurationError):

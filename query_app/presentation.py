@@ -17,6 +17,8 @@ from typing import Any
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from query_app.pipeline.stages import STAGES
+
 MARKER = re.compile(r"\[(\d{1,3})\]")
 
 # Details shown as a numbered list rather than a comma-joined value.
@@ -141,47 +143,13 @@ def _collect(
             row.facts.append((name, _plain(value)))
 
 
-def _count(details: Mapping[str, Any], key: str) -> Any:
-    value = details.get(key)
-    return len(value) if isinstance(value, list) else value
-
-
 def stage_summary(stage: str, details: Mapping[str, Any]) -> list[str]:
-    """The key counts shown on a stage's collapsed row."""
-    d = details
-    parts: list[str] = []
-    if stage == "transform":
-        parts = [f"{_count(d, 'probes') or 1} probe(s)", str(d.get("transform", ""))]
-    elif stage == "retrieve":
-        parts = [f"{d.get('candidates', 0)} candidates", f"mode {d.get('mode', '?')}"]
-        if d.get("candidate_k"):
-            parts.append(f"k={d['candidate_k']}")
-    elif stage == "fuse":
-        parts = [f"{d.get('in', '?')} → {d.get('out', '?')}", str(d.get("method", ""))]
-    elif stage == "rerank":
-        parts = [
-            f"{d.get('candidates', '?')} → {d.get('kept', '?')} kept",
-            str(d.get("reranker", "")),
-            str(d.get("decision", "")),
-        ]
-    elif stage == "assemble":
-        parts = [
-            f"{d.get('chunks', 0)} passages",
-            f"{d.get('dropped_by_budget', 0)} dropped by budget",
-            f"{d.get('tokens', '?')}/{d.get('budget', '?')} tokens",
-        ]
-    elif stage == "generate":
-        parts = [str(d.get("generator", "")), f"{d.get('model_calls', 0)} model call(s)"]
-    elif stage == "groundedness":
-        if "grounded" in d:
-            parts = [
-                "grounded" if d["grounded"] else "not grounded",
-                f"score {_plain(d.get('score'))}",
-                f"{_count(d, 'unsupported') or 0} unsupported",
-            ]
-    else:
-        parts = [f"{k} {_plain(v)}" for k, v in d.items() if isinstance(v, int | float)][:3]
-    if d.get("cache") == "hit":
+    """The key counts shown on a stage's collapsed row (each stage says what they are)."""
+    if stage in STAGES:
+        parts = STAGES.get(stage)().summary(details)
+    else:  # a step of a stage this version does not know (an older stored run)
+        parts = [f"{k} {_plain(v)}" for k, v in details.items() if isinstance(v, int | float)][:3]
+    if details.get("cache") == "hit":
         parts.append("cached")
     return [p for p in parts if p]
 

@@ -9,6 +9,7 @@ permission, validate the input before any work (specific exceptions from
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -21,22 +22,41 @@ from django.contrib.auth.models import User as AuthUser
 from collections_app.models import Collection
 from collections_app.selectors import CollectionNotFound, collection_and_role_for_user
 from query_app.chat import ChatClient, OpenAICompatibleChatClient, chat_client_from_settings
-from query_app.exceptions import (
-    ChatNotConfigured,
-    EmptyQuestion,
-    QueryError,
-    QuestionTooLong,
-)
+from query_app.exceptions import ConfigurationError, EmptyQuestion, QueryError, QuestionTooLong
 from query_app.models import QueryRun
-from query_app.pipeline.generation import LLM_NOT_CONFIGURED
-from query_app.pipeline.options import QueryLimits
-from query_app.pipeline.profiles import options_resolve
-from query_app.pipeline.rerankers import load_cross_encoder
-from query_app.pipeline.retrieval import RETRIEVAL_MODES, collection_embedder
-from query_app.pipeline.runner import pipeline_run
-from query_app.pipeline.types import AnswerEvent, PipelineEvent, RagAnswer, RagQuery
+from query_app.pipeline.assembly import AssembledContext, Passage
+from query_app.pipeline.groundedness import check_groundedness
+from query_app.pipeline.lexical import markers_in
+from query_app.pipeline.options import QueryLimits, QueryOptions
+from query_app.pipeline.profiles import options_resolve, profile_names, profile_stages
+from query_app.pipeline.prompts import passage_block
+from query_app.pipeline.runner import pipeline_check, pipeline_run, pipeline_stages
+from query_app.pipeline.stages import StageCheck
+from query_app.pipeline.types import AnswerEvent, Candidate, PipelineEvent, RagAnswer, RagQuery
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ConfigurationError",
+    "GroundednessVerdict",
+    "JudgedPassage",
+    "ProfileNeeds",
+    "QueryEvent",
+    "QueryLimits",
+    "QueryOptions",
+    "QueryRequest",
+    "RunEvent",
+    "answer_markers",
+    "groundedness_judge",
+    "profile_names",
+    "profile_needs",
+    "profile_resolve",
+    "query_answer",
+    "query_answer_stream",
+    "query_prepare",
+    "query_retrieve",
+    "query_run_rerun",
+]
 
 User = AuthUser | AnonymousUser
 
@@ -77,63 +97,49 @@ def _collection_for(user: User, collection: Collection | str) -> tuple[Collectio
     return found, role
 
 
-def query_prepare(
-    *,
-    user: User,
-    collection: Collection | str,
-    question: str,
-    profile: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    top_n: int | None = None,
-    retrieval_only: bool = False,
-    allow_fallback: bool = True,
-    stream: bool = False,
-    chat: ChatClient | None = None,
-) -> RagQuery:
+@dataclass(frozen=True)
+class QueryRequest:
+    """One question as a caller asks it: where, what, with which profile and options."""
+
+    collection: Collection | str  # a Collection or its slug
+    question: str
+    profile: str | None = None  # None: the default profile
+    overrides: Mapping[str, Any] | None = None  # option overrides, nested or dotted keys
+    top_n: int | None = None  # shorthand for rerank.top_n
+    retrieval_only: bool = False  # stages 1-5 only: no generation, no model call
+    allow_fallback: bool = True  # extractive answer when the chat model fails
+    stream: bool = False  # generate token by token (the browser)
+
+    def as_retrieval(self) -> QueryRequest:
+        return dataclasses.replace(self, retrieval_only=True)
+
+
+def query_prepare(*, user: User, request: QueryRequest, chat: ChatClient | None = None) -> RagQuery:
     """Check permission and input and resolve the options; raise before any work is done."""
-    target, role = _collection_for(user, collection)
+    target, role = _collection_for(user, request.collection)
     limits = QueryLimits.from_settings()
-    text = question_validate(question, limits=limits)
+    text = question_validate(request.question, limits=limits)
     name, options = options_resolve(
-        profile=profile, overrides=overrides, top_n=top_n, limits=limits
+        profile=request.profile, overrides=request.overrides, top_n=request.top_n, limits=limits
     )
-    # Fail on missing models now, not half-way through a streamed answer.
-    if options.rerank.kind == "cross-encoder":
-        load_cross_encoder(options.rerank.model, options.rerank.max_length)
-    if "vector" in RETRIEVAL_MODES[options.retrieval.mode]:
-        collection_embedder(target)
-    if (
-        not retrieval_only
-        and not allow_fallback
-        and options.generation.generator == "llm"
-        and chat is None
-    ):
-        raise ChatNotConfigured(LLM_NOT_CONFIGURED)
-    return RagQuery(
+    query = RagQuery(
         question=text,
         collection=target,
         options=options,
         profile=name,
-        retrieval_only=retrieval_only,
-        allow_fallback=allow_fallback,
+        stages=profile_stages(name),
+        retrieval_only=request.retrieval_only,
+        allow_fallback=request.allow_fallback,
         scope=f"collection:{target.pk}:role:{role}",
-        stream=stream,
+        stream=request.stream,
     )
+    # Fail on missing models now, not half-way through a streamed answer.
+    pipeline_check(query, chat=chat)
+    return query
 
 
-def query_answer(
-    *,
-    user: User,
-    collection: Collection | str,
-    question: str,
-    profile: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    top_n: int | None = None,
-    retrieval_only: bool = False,
-    allow_fallback: bool = True,
-    store: bool = True,
-) -> QueryRun:
-    """Answer ``question`` from ``collection`` (a Collection or its slug) and store the run.
+def query_answer(*, user: User, request: QueryRequest, store: bool = True) -> QueryRun:
+    """Answer ``request`` and store the run.
 
     Raises CollectionNotFound (no such collection, or not readable by
     ``user``), and QueryError subclasses: EmptyQuestion, QuestionTooLong,
@@ -143,16 +149,7 @@ def query_answer(
     With ``store=False`` the returned run is not saved.
     """
     events = query_answer_stream(
-        user=user,
-        collection=collection,
-        question=question,
-        profile=profile,
-        overrides=overrides,
-        top_n=top_n,
-        retrieval_only=retrieval_only,
-        allow_fallback=allow_fallback,
-        store=store,
-        stream=False,
+        user=user, request=dataclasses.replace(request, stream=False), store=store
     )
     for event in events:
         if isinstance(event, RunEvent):
@@ -160,23 +157,13 @@ def query_answer(
     raise AssertionError("the pipeline ended without a run")
 
 
-def query_retrieve(**kwargs: Any) -> QueryRun:
-    """``query_answer`` with ``retrieval_only=True``: stages 1-5, no generation, no model call."""
-    return query_answer(**{**kwargs, "retrieval_only": True})
+def query_retrieve(*, user: User, request: QueryRequest, store: bool = True) -> QueryRun:
+    """``query_answer`` retrieval-only: stages 1-5, no generation, no model call."""
+    return query_answer(user=user, request=request.as_retrieval(), store=store)
 
 
 def query_answer_stream(
-    *,
-    user: User,
-    collection: Collection | str,
-    question: str,
-    profile: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    top_n: int | None = None,
-    retrieval_only: bool = False,
-    allow_fallback: bool = True,
-    store: bool = True,
-    stream: bool = True,
+    *, user: User, request: QueryRequest, store: bool = True
 ) -> Iterator[QueryEvent]:
     """Validate now (raising like ``query_answer``), then return an iterator of events.
 
@@ -187,21 +174,11 @@ def query_answer_stream(
     """
     chat = chat_client_from_settings()
     try:
-        query = query_prepare(
-            user=user,
-            collection=collection,
-            question=question,
-            profile=profile,
-            overrides=overrides,
-            top_n=top_n,
-            retrieval_only=retrieval_only,
-            allow_fallback=allow_fallback,
-            stream=stream,
-            chat=chat,
-        )
+        query = query_prepare(user=user, request=request, chat=chat)
     except Exception:
         _close(chat)
         raise
+    top_n = request.top_n
     run = QueryRun(
         # Unsaved callers (the CLI's local operator) store runs without an owner.
         user=(
@@ -215,9 +192,10 @@ def query_answer_stream(
         question=query.question,
         profile=query.profile,
         options=query.options.as_dict(),
-        overrides=dict(overrides or {}) | ({"rerank.top_n": top_n} if top_n is not None else {}),
-        retrieval_only=retrieval_only,
-        allow_fallback=allow_fallback,
+        overrides=dict(request.overrides or {})
+        | ({"rerank.top_n": top_n} if top_n is not None else {}),
+        retrieval_only=request.retrieval_only,
+        allow_fallback=request.allow_fallback,
         # The collection was read at the start of this request: its version is current.
         index_version=query.collection.index_version,
     )
@@ -273,8 +251,7 @@ def query_run_rerun(
     overrides: Mapping[str, Any] | None = None,
 ) -> QueryRun:
     """Ask a stored run's question again, with another profile or overrides."""
-    return query_answer(
-        user=user,
+    request = QueryRequest(
         collection=run.collection,
         question=run.question,
         profile=profile or run.profile,
@@ -282,3 +259,117 @@ def query_run_rerun(
         retrieval_only=run.retrieval_only,
         allow_fallback=run.allow_fallback,
     )
+    return query_answer(user=user, request=request)
+
+
+# --- What evaluation (and any other caller outside the pipeline) may use -------
+
+
+def profile_resolve(
+    *,
+    profile: str | None,
+    overrides: Mapping[str, Any] | None = None,
+    limits: QueryLimits | None = None,
+) -> tuple[str, QueryOptions]:
+    """The profile's name and its options with ``overrides`` applied (raises QueryError)."""
+    return options_resolve(profile=profile, overrides=overrides, limits=limits)
+
+
+@dataclass
+class ProfileNeeds:
+    """What a profile's options need from this deployment, found without running anything."""
+
+    # The first missing part (a model that is not configured), or None.
+    problem: ConfigurationError | None
+    # The parts that call the chat model, in words ("its 'llm' reranker").
+    chat_uses: list[str]
+
+
+def profile_needs(*, profile: str, options: QueryOptions) -> ProfileNeeds:
+    """Ask every stage of ``profile`` what ``options`` need: missing models, chat model use."""
+    check = StageCheck(options=options, chat_configured=True)
+    problem: ConfigurationError | None = None
+    uses: list[str] = []
+    for stage in pipeline_stages(profile_stages(profile)):
+        try:
+            stage.check(check)
+        except ConfigurationError as exc:
+            problem = problem or exc
+        use = stage.chat_use(options)
+        if use:
+            uses.append(use)
+    return ProfileNeeds(problem=problem, chat_uses=uses)
+
+
+@dataclass(frozen=True)
+class JudgedPassage:
+    """A passage an answer cites, as the groundedness judge reads it."""
+
+    marker: int
+    text: str
+    source: str = ""
+    title: str = ""
+    page: int | None = None
+
+
+@dataclass
+class GroundednessVerdict:
+    grounded: bool
+    score: float
+    unsupported: list[str]
+    checker: str
+    model_calls: int
+    warnings: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "grounded": self.grounded,
+            "score": round(self.score, 4),
+            "unsupported": list(self.unsupported),
+            "checker": self.checker,
+        }
+
+
+def groundedness_judge(
+    *,
+    answer: str,
+    passages: list[JudgedPassage],
+    checker: str,
+    chat: ChatClient | None,
+    min_support: float,
+) -> GroundednessVerdict:
+    """Judge ``answer`` against ``passages`` with the named checker, as the pipeline's stage does.
+
+    The chat model reads each passage in the same delimited block the answer
+    was written from.
+    """
+    context = AssembledContext(layout=[p.marker for p in passages])
+    for p in passages:
+        candidate = Candidate(
+            chunk_id="",
+            source_id=0,
+            source_location=p.source,
+            source_title=p.title,
+            text=p.text,
+            char_start=0,
+            char_end=len(p.text),
+            page=p.page,
+        )
+        block = passage_block(p.marker, candidate)
+        context.passages.append(Passage(p.marker, candidate, p.text, block, 0))
+    result = check_groundedness(
+        answer=answer, context=context, checker=checker, chat=chat, min_support=min_support
+    )
+    return GroundednessVerdict(
+        grounded=result.grounded,
+        score=result.score,
+        unsupported=list(result.unsupported),
+        checker=result.checker,
+        model_calls=result.model_calls,
+        warnings=list(result.warnings),
+    )
+
+
+def answer_markers(text: str) -> list[int]:
+    """The ``[n]`` citation markers of an answer, in order of appearance."""
+    return markers_in(text)

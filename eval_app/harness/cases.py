@@ -39,11 +39,14 @@ from eval_app.models import EvalCaseResult
 from query_app.chat import ChatClient
 from query_app.exceptions import QueryError
 from query_app.models import QueryRun
-from query_app.pipeline.assembly import AssembledContext, Passage
-from query_app.pipeline.groundedness import check_groundedness
-from query_app.pipeline.lexical import markers_in
-from query_app.pipeline.options import QueryOptions
-from query_app.pipeline.types import Candidate
+from query_app.services import (
+    JudgedPassage,
+    QueryOptions,
+    QueryRequest,
+    answer_markers,
+    groundedness_judge,
+    query_answer,
+)
 
 Stage = EvalCaseResult.Stage
 # Passages of the ranking stored with their snippet (the rest: source and score).
@@ -102,12 +105,12 @@ def citation_validity(answer: str, citations: Sequence[dict[str, Any]]) -> float
 
     An answer without any marker is not valid: none of its claims points at evidence.
     """
-    markers = markers_in(answer)
+    markers = answer_markers(answer)
     available = {int(c["marker"]) for c in citations}
     return 1.0 if markers and all(m in available for m in markers) else 0.0
 
 
-def _context_from_citations(citations: Sequence[dict[str, Any]]) -> AssembledContext:
+def cited_passages(citations: Sequence[dict[str, Any]]) -> list[JudgedPassage]:
     """The passages an answer was built from, rebuilt from its citations' chunks."""
     ids = [c["chunk_id"] for c in citations]
     texts = dict(Chunk.objects.filter(pk__in=ids).values_list("id", "text"))
@@ -116,17 +119,16 @@ def _context_from_citations(citations: Sequence[dict[str, Any]]) -> AssembledCon
         full = texts.get(c["chunk_id"], c.get("snippet", ""))
         # A passage cut to fit the budget is a prefix of its chunk.
         text = full[: max(0, int(c["char_end"]) - int(c["char_start"]))] or full
-        candidate = Candidate(
-            chunk_id=c["chunk_id"],
-            source_id=int(c.get("source_id") or 0),
-            source_location=c.get("source", ""),
-            source_title=c.get("title", ""),
-            text=text,
-            char_start=int(c["char_start"]),
-            char_end=int(c["char_end"]),
+        passages.append(
+            JudgedPassage(
+                marker=int(c["marker"]),
+                text=text,
+                source=c.get("source", ""),
+                title=c.get("title", ""),
+                page=c.get("page"),
+            )
         )
-        passages.append(Passage(int(c["marker"]), candidate, text, "", 0))
-    return AssembledContext(passages=passages, layout=[p.marker for p in passages])
+    return passages
 
 
 def judge_groundedness(run: QueryRun, judge: Judge) -> tuple[dict[str, Any] | None, float | None]:
@@ -142,9 +144,9 @@ def judge_groundedness(run: QueryRun, judge: Judge) -> tuple[dict[str, Any] | No
         verdict = dict(run.groundedness)
         verdict["judge"] = f"{verdict.get('checker', 'heuristic')} (pipeline stage)"
         return verdict, 1.0 if verdict.get("grounded") else 0.0
-    result = check_groundedness(
+    result = groundedness_judge(
         answer=run.answer,
-        context=_context_from_citations(run.citations),
+        passages=cited_passages(run.citations),
         checker=judge.checker,
         chat=judge.chat,
         min_support=judge.min_support,
@@ -243,26 +245,28 @@ def case_evaluate(
     ``retrieval_only`` skips the answer call: only the ranking is scored (the answer
     metrics are None), as public retrieval benchmarks do.
     """
-    from query_app.services import query_answer
-
     try:
         answer_run = None
         if not retrieval_only:
             answer_run = query_answer(
                 user=principal,
-                collection=collection,
-                question=case.question,
-                profile=planned.spec.name,
-                overrides=planned.answer_overrides,
+                request=QueryRequest(
+                    collection=collection,
+                    question=case.question,
+                    profile=planned.spec.name,
+                    overrides=planned.answer_overrides,
+                ),
                 store=False,
             )
         ranking_run = query_answer(
             user=principal,
-            collection=collection,
-            question=case.question,
-            profile=planned.spec.name,
-            overrides=planned.ranking_overrides,
-            retrieval_only=True,
+            request=QueryRequest(
+                collection=collection,
+                question=case.question,
+                profile=planned.spec.name,
+                overrides=planned.ranking_overrides,
+                retrieval_only=True,
+            ),
             store=False,
         )
     except QueryError as exc:

@@ -17,10 +17,8 @@ import yaml
 
 from eval_app.harness.types import EvalError, EvalSettings, ProfileSpec
 from query_app.chat import ChatConfig
-from query_app.exceptions import ConfigurationError, QueryError
-from query_app.pipeline.options import QueryLimits, QueryOptions
-from query_app.pipeline.profiles import options_resolve
-from query_app.pipeline.rerankers import load_cross_encoder
+from query_app.exceptions import QueryError
+from query_app.services import QueryLimits, QueryOptions, profile_needs, profile_resolve
 
 # What --offline changes in every profile: no chat model for answers or judges.
 OFFLINE_OVERRIDES: dict[str, Any] = {
@@ -30,7 +28,6 @@ OFFLINE_OVERRIDES: dict[str, Any] = {
 # Evaluation measures the work itself: a retrieval served from the cache would
 # fake its latency (and two runs in a row would not be comparable).
 EVAL_OVERRIDES: dict[str, Any] = {"cache.enabled": False}
-NO_CROSS_ENCODER: dict[str, Any] = {"rerank.kind": "none"}
 
 
 @dataclass
@@ -126,24 +123,6 @@ def ranking_overrides(options: QueryOptions, *, depth: int) -> dict[str, Any]:
     }
 
 
-def _needs_chat(options: QueryOptions) -> str:
-    if options.transform.kind != "none":
-        return f"its transform {options.transform.kind!r}"
-    if options.rerank.kind == "llm":
-        return "its 'llm' reranker"
-    return ""
-
-
-def _cross_encoder_problem(options: QueryOptions) -> str:
-    if options.rerank.kind != "cross-encoder":
-        return ""
-    try:
-        load_cross_encoder(options.rerank.model, options.rerank.max_length)
-    except ConfigurationError as exc:
-        return str(exc)
-    return ""
-
-
 def profiles_plan(specs: Sequence[ProfileSpec], *, settings: EvalSettings) -> ProfilePlan:
     """Resolve every spec; raise on unknown names and options, sort out what can run.
 
@@ -158,28 +137,27 @@ def profiles_plan(specs: Sequence[ProfileSpec], *, settings: EvalSettings) -> Pr
         answer = {**dict(spec.overrides), **EVAL_OVERRIDES}
         if settings.offline:
             answer.update(OFFLINE_OVERRIDES)
-        _name, options = options_resolve(profile=spec.name, overrides=answer, limits=limits)
+        name, options = profile_resolve(profile=spec.name, overrides=answer, limits=limits)
         substituted = ""
-        problem = _cross_encoder_problem(options)
-        if problem and settings.without_cross_encoder:
-            spec = ProfileSpec(name=spec.name, overrides={**spec.overrides, **NO_CROSS_ENCODER})
-            answer.update(NO_CROSS_ENCODER)
-            _name, options = options_resolve(profile=spec.name, overrides=answer, limits=limits)
-            substituted = (
-                "run without its cross-encoder (rerank.kind=none) because none is configured"
-            )
+        problem = profile_needs(profile=name, options=options).problem
+        if problem and problem.without and settings.without_cross_encoder:
+            # The profile runs without the missing part, under a label that says so.
+            spec = ProfileSpec(name=spec.name, overrides={**spec.overrides, **problem.without})
+            answer.update(problem.without)
+            name, options = profile_resolve(profile=spec.name, overrides=answer, limits=limits)
+            substituted = problem.without_note
         elif problem:
-            plan.unavailable[spec.label] = problem
+            plan.unavailable[spec.label] = str(problem)
             continue
-        if settings.offline and chat_configured and _needs_chat(options):
+        chat_uses = profile_needs(profile=name, options=options).chat_uses
+        if settings.offline and chat_configured and chat_uses:
             plan.unavailable[spec.label] = (
-                f"{_needs_chat(options)} needs the chat model, and an offline run makes no "
-                "network call"
+                f"{chat_uses[0]} needs the chat model, and an offline run makes no network call"
             )
             continue
         ranking = {**answer, **ranking_overrides(options, depth=depth)}
         try:
-            options_resolve(profile=spec.name, overrides=ranking, limits=limits)
+            profile_resolve(profile=spec.name, overrides=ranking, limits=limits)
         except QueryError as exc:  # e.g. candidate_k above the deployment's limit
             raise EvalError(f"profile {spec.label!r}: cannot read its ranking: {exc}") from exc
         plan.runnable.append(

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from query_app.exceptions import UnknownOrdering
 from query_app.pipeline.options import ContextOptions
 from query_app.pipeline.prompts import passage_block
 from query_app.pipeline.types import Candidate, Citation
+from ragsite.registry import Registry
 
 SNIPPET_CHARS = 300
 # "<passages>\n" + "\n</passages>\n" around the blocks.
@@ -38,10 +40,10 @@ def linear_layout(n: int) -> list[int]:
     return list(range(n))
 
 
-ORDERINGS: dict[str, Callable[[int], list[int]]] = {
-    "edges": edges_layout,
-    "linear": linear_layout,
-}
+# Name → layout function: rank indexes in prompt order for n passages.
+ORDERINGS: Registry[Callable[[int], list[int]]] = Registry("ordering", unknown=UnknownOrdering)
+ORDERINGS.add("edges", edges_layout)
+ORDERINGS.add("linear", linear_layout)
 
 
 def estimate_tokens(text: str, chars_per_token: float) -> int:
@@ -133,7 +135,7 @@ def assemble(
             warnings.append(
                 f"the best passage alone exceeds the {budget}-token budget; it was cut to fit"
             )
-    layout = [i + 1 for i in ORDERINGS[options.ordering](len(passages))]
+    layout = [i + 1 for i in ORDERINGS.get(options.ordering)(len(passages))]
     context = AssembledContext(
         passages=passages,
         layout=layout,

@@ -15,12 +15,12 @@ fallback gets the extractive answer with a trace warning; otherwise a clear
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from query_app.chat import ChatClient, ChatError
-from query_app.exceptions import ChatNotConfigured, GenerationFailed
+from query_app.exceptions import ChatNotConfigured, GenerationFailed, UnknownGenerator
 from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.lexical import (
     MARKER_RE,
@@ -32,13 +32,13 @@ from query_app.pipeline.lexical import (
 from query_app.pipeline.options import GenerationOptions
 from query_app.pipeline.prompts import answer_messages
 from query_app.pipeline.types import AnswerMode
+from ragsite.registry import Registry
 
 logger = logging.getLogger(__name__)
 
 NOT_FOUND_ANSWER = (
     "Not found in this collection: no passage is relevant enough to answer this question."
 )
-GENERATORS = ("auto", "llm", "extractive")
 LLM_NOT_CONFIGURED = (
     "generation.generator is 'llm' but no chat model is configured "
     "(set RAG_CHAT_BASE_URL and RAG_CHAT_MODEL)"
@@ -110,6 +110,32 @@ def _clean_markers(text: str, n: int) -> tuple[str, list[int], list[int]]:
     return cleaned, [m for m in markers_in(cleaned) if 1 <= m <= n], sorted(set(invalid))
 
 
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What a generator writes from: the question, the assembled passages and how."""
+
+    question: str
+    context: AssembledContext
+    options: GenerationOptions
+    chat: ChatClient | None
+    allow_fallback: bool
+    stream: bool
+
+
+Writer = Callable[[GenerationRequest], Generator[Any, None, GenerationResult]]
+
+
+@dataclass(frozen=True)
+class AnswerGenerator:
+    """A named generator: ``write(request)`` yields answer pieces and returns the result."""
+
+    write: Writer
+    # Calls the chat model when one is configured.
+    uses_chat: bool
+    # Cannot answer at all without a chat model unless the request allows a fallback.
+    requires_chat: bool = False
+
+
 def generate(
     *,
     question: str,
@@ -125,18 +151,43 @@ def generate(
         return GenerationResult(
             text=NOT_FOUND_ANSWER, mode="not-found", details={"generator": "none", "model_calls": 0}
         )
-    warnings: list[str] = []
-    use_llm = options.generator in ("auto", "llm") and chat is not None
-    if options.generator == "llm" and chat is None:
-        if not allow_fallback:
-            raise ChatNotConfigured(LLM_NOT_CONFIGURED)
-        warnings.append("generator 'llm' asked for but no chat model is configured")
-    if not use_llm:
-        if options.generator != "extractive" and chat is None:
-            warnings.append("no chat model is configured; answered extractively")
-        return (yield from _extractive(question, context, options, warnings))
+    request = GenerationRequest(question, context, options, chat, allow_fallback, stream)
+    return (yield from GENERATORS.get(options.generator).write(request))
 
-    assert chat is not None
+
+def _write_extractive(request: GenerationRequest) -> Generator[Any, None, GenerationResult]:
+    return (yield from _extractive(request.question, request.context, request.options, []))
+
+
+def _write_auto(request: GenerationRequest) -> Generator[Any, None, GenerationResult]:
+    if request.chat is not None:
+        return (yield from _llm(request, request.chat, []))
+    warnings = ["no chat model is configured; answered extractively"]
+    return (yield from _extractive(request.question, request.context, request.options, warnings))
+
+
+def _write_llm(request: GenerationRequest) -> Generator[Any, None, GenerationResult]:
+    if request.chat is not None:
+        return (yield from _llm(request, request.chat, []))
+    if not request.allow_fallback:
+        raise ChatNotConfigured(LLM_NOT_CONFIGURED)
+    warnings = [
+        "generator 'llm' asked for but no chat model is configured",
+        "no chat model is configured; answered extractively",
+    ]
+    return (yield from _extractive(request.question, request.context, request.options, warnings))
+
+
+def _llm(
+    request: GenerationRequest, chat: ChatClient, warnings: list[str]
+) -> Generator[Any, None, GenerationResult]:
+    """The chat model's answer; the extractive one (with a warning) when it fails and may."""
+    question, context, options, stream = (
+        request.question,
+        request.context,
+        request.options,
+        request.stream,
+    )
     messages = answer_messages(
         question=question, passages=context.blocks(), system_prompt=options.system_prompt
     )
@@ -154,7 +205,7 @@ def generate(
                 messages, temperature=options.temperature, max_tokens=options.max_output_tokens
             )
     except ChatError as exc:
-        if not allow_fallback:
+        if not request.allow_fallback:
             raise GenerationFailed(
                 f"the chat model {chat.name} failed: {exc}. Retry later, or allow the "
                 "extractive fallback"
@@ -213,3 +264,9 @@ def _pieces(text: str) -> Iterable[str]:
         start = match.end()
     if start < len(text):
         yield text[start:]
+
+
+GENERATORS: Registry[AnswerGenerator] = Registry("generator", unknown=UnknownGenerator)
+GENERATORS.add("auto", AnswerGenerator(_write_auto, uses_chat=True))
+GENERATORS.add("llm", AnswerGenerator(_write_llm, uses_chat=True, requires_chat=True))
+GENERATORS.add("extractive", AnswerGenerator(_write_extractive, uses_chat=False))

@@ -13,17 +13,18 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from query_app.chat import ChatClient, ChatError
+from query_app.exceptions import UnknownGroundednessChecker
 from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.lexical import answer_sentences, content_terms
 from query_app.pipeline.prompts import data_block
+from ragsite.registry import Registry
 
 logger = logging.getLogger(__name__)
-
-CHECKERS = ("auto", "llm", "heuristic")
 
 
 @dataclass
@@ -113,6 +114,15 @@ def parse_verdict(reply: str) -> GroundednessResult | None:
     )
 
 
+@dataclass(frozen=True)
+class GroundednessChecker:
+    """A named checker: ``judge(answer, context, chat, min_support)``."""
+
+    judge: Callable[[str, AssembledContext, ChatClient | None, float], GroundednessResult]
+    # Calls the chat model when one is configured.
+    uses_chat: bool
+
+
 def check_groundedness(
     *,
     answer: str,
@@ -122,26 +132,45 @@ def check_groundedness(
     min_support: float,
 ) -> GroundednessResult:
     """Judge ``answer`` against the assembled passages with the chosen checker."""
-    warnings: list[str] = []
-    if checker in ("auto", "llm") and chat is not None:
-        try:
-            reply = chat.complete(_llm_prompt(answer, context), temperature=0.0)
-        except ChatError as exc:
-            logger.warning("groundedness fell back to the heuristic: %s", exc)
-            warnings.append(f"the chat model failed ({exc}); used the heuristic check")
-        else:
-            verdict = parse_verdict(reply)
-            if verdict is not None:
-                verdict.model_calls = 1
-                return verdict
-            logger.warning("groundedness: the chat model's verdict was unusable")
-            warnings.append("the chat model's verdict was unusable; used the heuristic check")
+    return CHECKERS.get(checker).judge(answer, context, chat, min_support)
+
+
+def _judge_heuristic(
+    answer: str, context: AssembledContext, chat: ChatClient | None, min_support: float
+) -> GroundednessResult:
+    return check_heuristic(answer, context, min_support=min_support)
+
+
+def _judge_llm(
+    answer: str, context: AssembledContext, chat: ChatClient | None, min_support: float
+) -> GroundednessResult:
+    """The chat model's verdict; the heuristic (with a warning) without one or when unusable."""
+    if chat is None:
         result = check_heuristic(answer, context, min_support=min_support)
-        result.model_calls = 1
-        result.warnings = warnings
+        result.warnings = ["no chat model is configured; used the heuristic check"]
         return result
-    if checker != "heuristic":
-        warnings.append("no chat model is configured; used the heuristic check")
+    warnings: list[str] = []
+    try:
+        reply = chat.complete(_llm_prompt(answer, context), temperature=0.0)
+    except ChatError as exc:
+        logger.warning("groundedness fell back to the heuristic: %s", exc)
+        warnings.append(f"the chat model failed ({exc}); used the heuristic check")
+    else:
+        verdict = parse_verdict(reply)
+        if verdict is not None:
+            verdict.model_calls = 1
+            return verdict
+        logger.warning("groundedness: the chat model's verdict was unusable")
+        warnings.append("the chat model's verdict was unusable; used the heuristic check")
     result = check_heuristic(answer, context, min_support=min_support)
+    result.model_calls = 1
     result.warnings = warnings
     return result
+
+
+CHECKERS: Registry[GroundednessChecker] = Registry(
+    "groundedness checker", unknown=UnknownGroundednessChecker
+)
+CHECKERS.add("auto", GroundednessChecker(_judge_llm, uses_chat=True))
+CHECKERS.add("llm", GroundednessChecker(_judge_llm, uses_chat=True))
+CHECKERS.add("heuristic", GroundednessChecker(_judge_heuristic, uses_chat=False))

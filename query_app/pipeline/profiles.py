@@ -9,48 +9,67 @@ cached; the cache is dropped when settings change (tests, reloads).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from query_app.exceptions import (
-    InvalidOption,
-    TopNOutOfRange,
-    UnknownGenerator,
-    UnknownGroundednessChecker,
-    UnknownKeywordRanking,
-    UnknownOrdering,
-    UnknownProfile,
-    UnknownReranker,
-    UnknownRetrievalMode,
-    UnknownTransform,
-)
+from query_app.exceptions import InvalidOption, TopNOutOfRange, UnknownProfile
 from query_app.pipeline.options import QueryLimits, QueryOptions, options_build
+from query_app.pipeline.types import STAGES
+from ragsite.registry import Registry
 
-PRESETS: dict[str, dict[str, Any]] = {
-    # Vector only, CandidateK = TopN, no rerank: needs nothing but the embedder.
-    "fast": {},
-    "balanced": {
-        "retrieval": {"mode": "hybrid", "candidate_k": 50},
-        "rerank": {"kind": "cross-encoder", "top_n": 5},
-    },
-    "quality": {
-        "retrieval": {"mode": "hybrid", "candidate_k": 100},
-        "rerank": {"kind": "cross-encoder", "top_n": 5},
-        "groundedness": {"enabled": True},
-    },
-}
+
+@dataclass(frozen=True)
+class Profile:
+    """A named preset: the stages it runs, in order, and its options over the defaults."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    stages: tuple[str, ...] = STAGES
+
+
+def _unknown_profile(name: str, known: list[str]) -> UnknownProfile:
+    return UnknownProfile(name, known, note=", ".join(PLANNED_PROFILES) + ": not available yet")
+
 
 # Routed and corrective profiles are part of the product but not built yet;
 # naming them gives a precise error instead of "unknown".
 PLANNED_PROFILES = ("adaptive", "corrective")
 
+PROFILES: Registry[Profile] = Registry("profile", unknown=_unknown_profile)
+# Vector only, CandidateK = TopN, no rerank: needs nothing but the embedder.
+PROFILES.add("fast", Profile())
+PROFILES.add(
+    "balanced",
+    Profile(
+        {
+            "retrieval": {"mode": "hybrid", "candidate_k": 50},
+            "rerank": {"kind": "cross-encoder", "top_n": 5},
+        }
+    ),
+)
+PROFILES.add(
+    "quality",
+    Profile(
+        {
+            "retrieval": {"mode": "hybrid", "candidate_k": 100},
+            "rerank": {"kind": "cross-encoder", "top_n": 5},
+            "groundedness": {"enabled": True},
+        }
+    ),
+)
+
 
 def profile_names() -> list[str]:
     """The profiles a request may name."""
-    return sorted(PRESETS)
+    return PROFILES.names()
+
+
+def profile_stages(name: str) -> tuple[str, ...]:
+    """The stages profile ``name`` runs, in order."""
+    return PROFILES.get(name).stages
 
 
 def default_profile_name() -> str:
@@ -64,12 +83,10 @@ def profile_options(name: str) -> QueryOptions:
     """The preset ``name`` overlaid with the settings (cached per process)."""
     from django.conf import settings
 
-    if name not in PRESETS:
-        note = ", ".join(PLANNED_PROFILES) + ": not available yet"
-        raise UnknownProfile(name, PRESETS, note=note)
+    preset = PROFILES.get(name)
     per_profile: Mapping[str, Any] = (settings.RAG.get("profiles") or {}).get(name, {})
     options = options_build(
-        [PRESETS[name], settings.RAG.get("query") or {}, per_profile],
+        [preset.options, settings.RAG.get("query") or {}, per_profile],
         origin=[
             f"profile preset {name!r}",
             'settings.RAG["query"]',
@@ -124,17 +141,14 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     from query_app.pipeline.transforms import TRANSFORMS
 
     o = options
-    for value, registry, error in (
-        (o.transform.kind, TRANSFORMS, UnknownTransform),
-        (o.retrieval.mode, RETRIEVAL_MODES, UnknownRetrievalMode),
-        (o.retrieval.keyword_ranking, KEYWORD_RANKINGS, UnknownKeywordRanking),
-        (o.rerank.kind, RERANKERS, UnknownReranker),
-        (o.context.ordering, ORDERINGS, UnknownOrdering),
-        (o.generation.generator, GENERATORS, UnknownGenerator),
-        (o.groundedness.checker, CHECKERS, UnknownGroundednessChecker),
-    ):
-        if value not in registry:
-            raise error(value, registry)
+    # Each registry raises its own Unknown<Component> error, listing the known names.
+    TRANSFORMS.get(o.transform.kind)
+    RETRIEVAL_MODES.get(o.retrieval.mode)
+    KEYWORD_RANKINGS.get(o.retrieval.keyword_ranking)
+    RERANKERS.get(o.rerank.kind)
+    ORDERINGS.get(o.context.ordering)
+    GENERATORS.get(o.generation.generator)
+    CHECKERS.get(o.groundedness.checker)
 
     if not 1 <= o.rerank.top_n <= limits.max_top_n:
         raise TopNOutOfRange(

@@ -25,15 +25,25 @@ from typing import Any, Protocol
 import numpy as np
 
 from query_app.chat import ChatClient, ChatError
-from query_app.exceptions import GenerationFailed, RerankerModelError, RerankerNotConfigured
+from query_app.exceptions import (
+    GenerationFailed,
+    RerankerModelError,
+    RerankerNotConfigured,
+    UnknownReranker,
+)
 from query_app.pipeline.options import RerankOptions
 from query_app.pipeline.prompts import data_block
 from query_app.pipeline.types import Candidate
+from ragsite.registry import Registry
 
 logger = logging.getLogger(__name__)
 
 MODEL_SETTING = 'RAG["query"]["rerank"]["model"]'
 MODEL_ENV = "RAG_RERANK_MODEL"
+# How a profile runs when its cross-encoder is missing and the caller accepts that
+# (evaluation's --without-cross-encoder).
+WITHOUT_CROSS_ENCODER = {"rerank.kind": "none"}
+WITHOUT_NOTE = "run without its cross-encoder (rerank.kind=none) because none is configured"
 
 
 @dataclass
@@ -124,7 +134,9 @@ def load_cross_encoder(model: str, max_length: int) -> PairScorer:
             "the cross-encoder reranker needs a model and none is configured: set "
             f"settings.{MODEL_SETTING} or the {MODEL_ENV} environment variable to a "
             "sentence-transformers CrossEncoder directory/id or a directory with model.onnx, "
-            "or choose another reranker (rerank.kind = none or llm)"
+            "or choose another reranker (rerank.kind = none or llm)",
+            without=WITHOUT_CROSS_ENCODER,
+            without_note=WITHOUT_NOTE,
         )
     path = Path(model)
     try:
@@ -135,19 +147,71 @@ def load_cross_encoder(model: str, max_length: int) -> PairScorer:
     except Exception as exc:
         raise RerankerModelError(
             f"cannot load the cross-encoder model {model!r} (settings.{MODEL_SETTING} / "
-            f"{MODEL_ENV}): {exc}"
+            f"{MODEL_ENV}): {exc}",
+            without=WITHOUT_CROSS_ENCODER,
+            without_note=WITHOUT_NOTE,
         ) from exc
 
 
-def rerank_none(
-    question: str, candidates: list[Candidate], *, options: RerankOptions, **_: Any
-) -> RerankResult:
+class Reranker(Protocol):
+    """A named reranker: what it needs (checked before anything runs) and how it ranks."""
+
+    # Calls the chat model (an offline evaluation cannot run it).
+    uses_chat: bool
+
+    def check(self, options: RerankOptions) -> None:
+        """Raise a ConfigurationError when this deployment cannot run it with ``options``."""
+        ...
+
+    def rerank(
+        self,
+        question: str,
+        candidates: list[Candidate],
+        *,
+        options: RerankOptions,
+        chat: ChatClient | None,
+        allow_fallback: bool,
+    ) -> RerankResult:
+        """The candidates in the reranker's order, cut to ``options.top_n``."""
+        ...
+
+
+# Name → factory of the reranker (``RERANKERS.get(kind)()``).
+RERANKERS: Registry[Callable[[], Reranker]] = Registry("reranker", unknown=UnknownReranker)
+
+
+@RERANKERS.register("none")
+class NoReranker:
     """Keep the retrieval order and truncate to top_n."""
-    return RerankResult(candidates=candidates[: options.top_n], details={"method": "truncate"})
+
+    uses_chat = False
+
+    def check(self, options: RerankOptions) -> None:
+        return None
+
+    def rerank(
+        self, question: str, candidates: list[Candidate], *, options: RerankOptions, **_: Any
+    ) -> RerankResult:
+        return RerankResult(candidates=candidates[: options.top_n], details={"method": "truncate"})
+
+
+@RERANKERS.register("cross-encoder")
+class CrossEncoderReranker:
+    """Score every candidate with the configured cross-encoder and keep the top_n."""
+
+    uses_chat = False
+
+    def check(self, options: RerankOptions) -> None:
+        load_cross_encoder(options.model, options.max_length)
+
+    def rerank(
+        self, question: str, candidates: list[Candidate], *, options: RerankOptions, **_: Any
+    ) -> RerankResult:
+        return rerank_cross_encoder(question, candidates, options=options)
 
 
 def rerank_cross_encoder(
-    question: str, candidates: list[Candidate], *, options: RerankOptions, **_: Any
+    question: str, candidates: list[Candidate], *, options: RerankOptions
 ) -> RerankResult:
     """Score every candidate with the cross-encoder and keep the top_n."""
     scorer = load_cross_encoder(options.model, options.max_length)
@@ -193,6 +257,29 @@ def parse_ranking(reply: str, n: int) -> list[int]:
     return order
 
 
+@RERANKERS.register("llm")
+class LlmReranker:
+    """One listwise chat call; the reply's order wins, missing ids follow in retrieval order."""
+
+    uses_chat = True
+
+    def check(self, options: RerankOptions) -> None:
+        return None
+
+    def rerank(
+        self,
+        question: str,
+        candidates: list[Candidate],
+        *,
+        options: RerankOptions,
+        chat: ChatClient | None = None,
+        allow_fallback: bool = True,
+    ) -> RerankResult:
+        return rerank_llm(
+            question, candidates, options=options, chat=chat, allow_fallback=allow_fallback
+        )
+
+
 def rerank_llm(
     question: str,
     candidates: list[Candidate],
@@ -236,10 +323,3 @@ def rerank_llm(
     result.candidates = ranked[: options.top_n]
     result.details["parsed_ids"] = parsed
     return result
-
-
-RERANKERS: dict[str, Callable[..., RerankResult]] = {
-    "none": rerank_none,
-    "cross-encoder": rerank_cross_encoder,
-    "llm": rerank_llm,
-}

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from query_app.chat import ChatClient, ChatError
-from query_app.exceptions import GenerationFailed
+from query_app.exceptions import GenerationFailed, UnknownTransform
 from query_app.pipeline.lexical import content_words
+from ragsite.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,15 @@ class TransformResult:
     kind: str  # single | union | fusion | replacement
     source: str = "none"  # none | llm | heuristic
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Transform:
+    """A named transform: ``apply(question, *, variants, chat, allow_fallback)``."""
+
+    apply: Callable[..., TransformResult]
+    # Calls the chat model when one is configured (an offline evaluation cannot run it).
+    uses_chat: bool = True
 
 
 _INTERROGATIVE_RE = re.compile(
@@ -185,9 +195,8 @@ def transform_hyde(
     return TransformResult(probes=[reply.strip()], kind="replacement", source="llm")
 
 
-TRANSFORMS: dict[str, Callable[..., TransformResult]] = {
-    "none": transform_none,
-    "multi-query": _paraphrasing("union"),
-    "rag-fusion": _paraphrasing("fusion"),
-    "hyde": transform_hyde,
-}
+TRANSFORMS: Registry[Transform] = Registry("transform", unknown=UnknownTransform)
+TRANSFORMS.add("none", Transform(transform_none, uses_chat=False))
+TRANSFORMS.add("multi-query", Transform(_paraphrasing("union")))
+TRANSFORMS.add("rag-fusion", Transform(_paraphrasing("fusion")))
+TRANSFORMS.add("hyde", Transform(transform_hyde))

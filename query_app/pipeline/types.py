@@ -40,6 +40,8 @@ class RagQuery:
     collection: Collection
     options: QueryOptions
     profile: str
+    # The stages the profile runs, in order (names in the stage registry).
+    stages: tuple[str, ...] = STAGES
     retrieval_only: bool = False
     allow_fallback: bool = True
     # The caller's permission scope; part of every cache key.
@@ -171,13 +173,23 @@ class Citation:
 
 @dataclass
 class TraceStep:
-    """One stage's record: how long it took, what it chose, what it counted."""
+    """One stage's record: how long it took, what it chose, what it counted.
+
+    ``node`` is where the step ran in the answering graph and ``iteration`` how
+    many times the run had looped back before it (0 on a straight path); the
+    linear profiles run each stage once, as the node of the same name.
+    """
 
     stage: str
     duration_ms: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     skipped: bool = False
+    node: str = ""
+    iteration: int = 0
+
+    def __post_init__(self) -> None:
+        self.node = self.node or self.stage
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -185,17 +197,31 @@ class TraceStep:
     def as_dict(self) -> dict[str, Any]:
         return {
             "stage": self.stage,
+            "node": self.node,
+            "iteration": self.iteration,
             "duration_ms": round(self.duration_ms, 3),
             "skipped": self.skipped,
             "details": self.details,
             "warnings": list(self.warnings),
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TraceStep:
+        return cls(
+            stage=data["stage"],
+            duration_ms=float(data.get("duration_ms") or 0.0),
+            details=dict(data.get("details") or {}),
+            warnings=list(data.get("warnings") or []),
+            skipped=bool(data.get("skipped")),
+            node=str(data.get("node") or ""),
+            iteration=int(data.get("iteration") or 0),
+        )
+
 
 @contextmanager
-def timed_step(stage: str) -> Iterator[TraceStep]:
+def timed_step(stage: str, *, node: str = "", iteration: int = 0) -> Iterator[TraceStep]:
     """Yield a TraceStep whose duration covers the ``with`` block."""
-    step = TraceStep(stage=stage)
+    step = TraceStep(stage=stage, node=node, iteration=iteration)
     started = time.perf_counter()
     try:
         yield step

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from query_app.models import QueryRun
 from query_app.selectors import query_run_get_for_user, query_runs_for_user
-from query_app.services import query_answer
+from query_app.services import QueryRequest, query_answer
 from ragsite.api.access import collection_for
 
 TAG = ["query"]
@@ -122,13 +122,15 @@ class _AskView(APIView):
         data = params.validated_data
         run = query_answer(
             user=request.user,
-            collection=collection,
-            question=data["question"],
-            profile=data["profile"] or None,
-            top_n=data["top_n"],
-            overrides=data["overrides"],
-            allow_fallback=data["allow_fallback"],
-            retrieval_only=self.retrieval_only,
+            request=QueryRequest(
+                collection=collection,
+                question=data["question"],
+                profile=data["profile"] or None,
+                top_n=data["top_n"],
+                overrides=data["overrides"],
+                allow_fallback=data["allow_fallback"],
+                retrieval_only=self.retrieval_only,
+            ),
         )
         return Response(run.as_payload())
 

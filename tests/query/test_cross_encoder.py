@@ -9,7 +9,7 @@ import pytest
 
 from query_app.exceptions import RerankerModelError, RerankerNotConfigured
 from query_app.models import QueryRun
-from query_app.services import query_answer, query_retrieve
+from query_app.services import QueryRequest, query_answer, query_retrieve
 from tests.support.knowledge_base import KB_DOCS, REFUND_QUESTION, step
 from tests.support.tiny_models import build_tiny_cross_encoder, export_onnx
 
@@ -32,10 +32,12 @@ def tiny_onnx_model(tmp_path_factory, tiny_model):
 def _candidates(reader) -> list[dict]:
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        top_n=8,
-        overrides={"floor": {"min_vector_similarity": None}},
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            top_n=8,
+            overrides={"floor": {"min_vector_similarity": None}},
+        ),
     )
     return run.citations
 
@@ -55,13 +57,15 @@ def test_cross_encoder_orders_candidates_by_its_own_scores(kb, reader, tiny_mode
 
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={
-            "retrieval": {"candidate_k": 8},
-            "rerank": {"kind": "cross-encoder", "top_n": 3, "model": str(tiny_model)},
-            "floor": {"min_vector_similarity": None},
-        },
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            overrides={
+                "retrieval": {"candidate_k": 8},
+                "rerank": {"kind": "cross-encoder", "top_n": 3, "model": str(tiny_model)},
+                "floor": {"min_vector_similarity": None},
+            },
+        ),
     )
     assert [c["chunk_id"] for c in run.citations] == expected
     assert [c["score"] for c in run.citations] == pytest.approx(sorted(scores)[::-1][:3], abs=1e-5)
@@ -82,15 +86,22 @@ def test_onnx_cross_encoder_gives_the_same_scores(kb, reader, tiny_model, tiny_o
     }
     torch_run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={**overrides, "rerank": {**overrides["rerank"], "model": str(tiny_model)}},
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            overrides={**overrides, "rerank": {**overrides["rerank"], "model": str(tiny_model)}},
+        ),
     )
     onnx_run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={**overrides, "rerank": {**overrides["rerank"], "model": str(tiny_onnx_model)}},
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            overrides={
+                **overrides,
+                "rerank": {**overrides["rerank"], "model": str(tiny_onnx_model)},
+            },
+        ),
     )
     assert [c["chunk_id"] for c in onnx_run.citations] == [
         c["chunk_id"] for c in torch_run.citations
@@ -102,7 +113,10 @@ def test_onnx_cross_encoder_gives_the_same_scores(kb, reader, tiny_model, tiny_o
 
 def test_balanced_profile_reads_the_model_from_settings(kb, reader, tiny_model, rag_set):
     rag_set("query.rerank.model", str(tiny_model))
-    run = query_answer(user=reader, collection="kb", question=REFUND_QUESTION, profile="balanced")
+    run = query_answer(
+        user=reader,
+        request=QueryRequest(collection="kb", question=REFUND_QUESTION, profile="balanced"),
+    )
     assert run.profile == "balanced"
     rerank = step(run, "rerank")["details"]
     assert (rerank["reranker"], rerank["model"], rerank["scored"]) == (
@@ -116,7 +130,10 @@ def test_balanced_profile_reads_the_model_from_settings(kb, reader, tiny_model, 
 def test_cross_encoder_without_a_model_is_a_clear_error_naming_the_setting(kb, reader, rag_set):
     rag_set("query.rerank.model", "")
     with pytest.raises(RerankerNotConfigured) as err:
-        query_answer(user=reader, collection="kb", question=REFUND_QUESTION, profile="balanced")
+        query_answer(
+            user=reader,
+            request=QueryRequest(collection="kb", question=REFUND_QUESTION, profile="balanced"),
+        )
     message = str(err.value)
     assert 'RAG["query"]["rerank"]["model"]' in message
     assert "RAG_RERANK_MODEL" in message
@@ -130,7 +147,9 @@ def test_a_model_that_cannot_be_loaded_is_reported(kb, reader, tmp_path):
     with pytest.raises(RerankerModelError, match="cannot load the cross-encoder model"):
         query_answer(
             user=reader,
-            collection="kb",
-            question=REFUND_QUESTION,
-            overrides={"rerank": {"kind": "cross-encoder", "model": str(missing)}},
+            request=QueryRequest(
+                collection="kb",
+                question=REFUND_QUESTION,
+                overrides={"rerank": {"kind": "cross-encoder", "model": str(missing)}},
+            ),
         )

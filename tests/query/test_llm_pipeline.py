@@ -15,7 +15,7 @@ import pytest
 from query_app.exceptions import ChatNotConfigured, GenerationFailed
 from query_app.models import QueryRun
 from query_app.pipeline.generation import NOT_FOUND_ANSWER
-from query_app.services import query_answer, query_answer_stream, query_retrieve
+from query_app.services import QueryRequest, query_answer, query_answer_stream, query_retrieve
 from tests.support.chat_server import Reply, completion, streamed
 from tests.support.factories import Doc, indexed_collection
 from tests.support.knowledge_base import REFUND_QUESTION, UNRELATED_QUESTION, step
@@ -51,7 +51,7 @@ def respond(server, **replies):
 
 def test_llm_answer_is_grounded_in_delimited_passages(kb, reader, chat_configured):
     respond(chat_configured, answer="Refunds can be requested within 30 days [1].")
-    run = query_answer(user=reader, collection="kb", question=REFUND_QUESTION)
+    run = query_answer(user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION))
     assert run.mode == "llm"
     assert run.answer == "Refunds can be requested within 30 days [1]."
     assert run.model_calls == 1
@@ -82,7 +82,10 @@ def test_injection_inside_a_passage_stays_data_and_changes_nothing(db, reader, c
         members={reader: "read"},
     )
     respond(chat_configured, answer="Refund requests are accepted within 30 days [1][7].")
-    run = query_answer(user=reader, collection="hostile", question="How long do refunds take?")
+    run = query_answer(
+        user=reader,
+        request=QueryRequest(collection="hostile", question="How long do refunds take?"),
+    )
     system, user = by_role(chat_configured, "answer")[0]["messages"]
     assert "ignore all previous instructions" not in system["content"]
     # The passage cannot close its block or open a question of its own.
@@ -98,9 +101,11 @@ def test_injection_inside_a_passage_stays_data_and_changes_nothing(db, reader, c
 def test_not_found_makes_no_model_call(kb, reader, chat_configured):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=UNRELATED_QUESTION,
-        overrides={"groundedness": {"enabled": True}, "transform": {"kind": "none"}},
+        request=QueryRequest(
+            collection="kb",
+            question=UNRELATED_QUESTION,
+            overrides={"groundedness": {"enabled": True}, "transform": {"kind": "none"}},
+        ),
     )
     assert run.answer == NOT_FOUND_ANSWER
     assert run.model_calls == 0
@@ -109,7 +114,9 @@ def test_not_found_makes_no_model_call(kb, reader, chat_configured):
 
 
 def test_retrieval_only_makes_no_model_call(kb, reader, chat_configured):
-    run = query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION)
+    run = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
     assert run.citations
     assert chat_configured.requests == []
 
@@ -125,7 +132,7 @@ def test_chat_timeout_falls_back_to_extractive_with_a_warning(kb, reader, rag_se
         },
     )
     chat_server.responder = lambda request: Reply(delay_s=1.0, json_body={})
-    run = query_answer(user=reader, collection="kb", question=REFUND_QUESTION)
+    run = query_answer(user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION))
     assert run.mode == "extractive"
     assert "Customers can request a refund within 30 days" in run.answer
     generate = step(run, "generate")
@@ -147,7 +154,10 @@ def test_chat_timeout_without_fallback_is_a_clear_error_and_the_run_is_kept(
     )
     chat_server.responder = lambda request: Reply(delay_s=1.0, json_body={})
     with pytest.raises(GenerationFailed, match=r"slow-model failed.*did not answer within"):
-        query_answer(user=reader, collection="kb", question=REFUND_QUESTION, allow_fallback=False)
+        query_answer(
+            user=reader,
+            request=QueryRequest(collection="kb", question=REFUND_QUESTION, allow_fallback=False),
+        )
     failed = QueryRun.objects.get()
     assert failed.mode == "failed"
     assert "did not answer" in failed.error
@@ -155,7 +165,7 @@ def test_chat_timeout_without_fallback_is_a_clear_error_and_the_run_is_kept(
 
 def test_garbage_from_the_chat_model_falls_back(kb, reader, chat_configured):
     respond(chat_configured, answer=Reply(raw=b"not json at all"))
-    run = query_answer(user=reader, collection="kb", question=REFUND_QUESTION)
+    run = query_answer(user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION))
     assert run.mode == "extractive"
     assert any("non-JSON" in w for w in run.warnings)
 
@@ -164,16 +174,23 @@ def test_llm_generator_required_without_a_chat_model_is_refused_up_front(kb, rea
     with pytest.raises(ChatNotConfigured, match="RAG_CHAT_BASE_URL"):
         query_answer(
             user=reader,
-            collection="kb",
-            question=REFUND_QUESTION,
-            overrides={"generation": {"generator": "llm"}},
-            allow_fallback=False,
+            request=QueryRequest(
+                collection="kb",
+                question=REFUND_QUESTION,
+                overrides={"generation": {"generator": "llm"}},
+                allow_fallback=False,
+            ),
         )
 
 
 def test_streaming_relays_the_model_tokens(kb, reader, chat_configured):
     respond(chat_configured, answer=streamed(["Within ", "30 days", " [1]."]))
-    events = list(query_answer_stream(user=reader, collection="kb", question=REFUND_QUESTION))
+    events = list(
+        query_answer_stream(
+            user=reader,
+            request=QueryRequest(collection="kb", question=REFUND_QUESTION, stream=True),
+        )
+    )
     tokens = [e.text for e in events if e.type == "token"]
     assert tokens == ["Within ", "30 days", " [1]."]
     assert events[-1].run.answer == "Within 30 days [1]."
@@ -186,7 +203,12 @@ def test_a_stream_that_breaks_is_replaced_by_the_extractive_answer(kb, reader, c
         chat_configured,
         answer=Reply(stream_raw=['{"choices": [{"delta": {"content": "Within"}}]}', "garbage"]),
     )
-    events = list(query_answer_stream(user=reader, collection="kb", question=REFUND_QUESTION))
+    events = list(
+        query_answer_stream(
+            user=reader,
+            request=QueryRequest(collection="kb", question=REFUND_QUESTION, stream=True),
+        )
+    )
     tokens = [e for e in events if e.type == "token"]
     assert tokens[0].text == "Within"
     assert tokens[1].reset is True
@@ -203,9 +225,11 @@ def test_multi_query_uses_the_model_variants_with_tolerant_parsing(kb, reader, c
     )
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"transform": {"kind": "multi-query", "variants": 3}},
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            overrides={"transform": {"kind": "multi-query", "variants": 3}},
+        ),
     )
     transform = step(run, "transform")["details"]
     assert transform["source"] == "llm"
@@ -225,9 +249,9 @@ def test_hyde_probes_with_a_hypothetical_answer_but_answers_the_question(
     respond(chat_configured, hyde=passage, answer="Thirty days [1].")
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"transform": {"kind": "hyde"}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"transform": {"kind": "hyde"}}
+        ),
     )
     assert step(run, "transform")["details"]["probes"] == [passage]
     assert run.citations[0]["snippet"].startswith("Customers can request a refund")
@@ -241,13 +265,16 @@ def test_llm_reranker_follows_the_model_ranking(kb, reader, chat_configured):
     overrides = {"rerank": {"kind": "llm", "top_n": 3}, "retrieval": {"candidate_k": 5}}
     baseline = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"retrieval": {"candidate_k": 5}},
-        top_n=5,
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            overrides={"retrieval": {"candidate_k": 5}},
+            top_n=5,
+        ),
     )
     run = query_retrieve(
-        user=reader, collection="kb", question=REFUND_QUESTION, overrides=overrides
+        user=reader,
+        request=QueryRequest(collection="kb", question=REFUND_QUESTION, overrides=overrides),
     )
     order = [c["chunk_id"] for c in baseline.citations]
     assert [c["chunk_id"] for c in run.citations] == [order[2], order[0], order[1]]
@@ -262,9 +289,9 @@ def test_llm_reranker_falls_back_to_retrieval_order_on_an_unusable_reply(
     respond(chat_configured, rank="I cannot rank these.")
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"rerank": {"kind": "llm"}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"rerank": {"kind": "llm"}}
+        ),
     )
     rerank = step(run, "rerank")
     assert rerank["details"]["fallback"] == "retrieval-order"
@@ -275,9 +302,9 @@ def test_llm_reranker_falls_back_to_retrieval_order_on_an_unusable_reply(
 def test_llm_reranker_without_a_chat_model_keeps_retrieval_order(kb, reader):
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"rerank": {"kind": "llm"}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"rerank": {"kind": "llm"}}
+        ),
     )
     assert "no chat model is configured" in step(run, "rerank")["warnings"][0]
 
@@ -291,9 +318,9 @@ def test_llm_groundedness_verdict_is_parsed_from_chatty_json(kb, reader, chat_co
     )
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"groundedness": {"enabled": True}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"groundedness": {"enabled": True}}
+        ),
     )
     assert run.groundedness == {
         "grounded": False,
@@ -312,9 +339,9 @@ def test_unusable_groundedness_verdict_falls_back_to_the_heuristic(kb, reader, c
     )
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"groundedness": {"enabled": True}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"groundedness": {"enabled": True}}
+        ),
     )
     grounded = step(run, "groundedness")
     assert grounded["details"]["checker"] == "heuristic"

@@ -8,13 +8,13 @@ import pytest
 
 from query_app.pipeline.generation import NOT_FOUND_ANSWER
 from query_app.pipeline.types import STAGES
-from query_app.services import query_answer, query_answer_stream, query_retrieve
+from query_app.services import QueryRequest, query_answer, query_answer_stream, query_retrieve
 from tests.support.factories import Doc, chunks_replace, indexed_collection
 from tests.support.knowledge_base import REFUND_QUESTION, UNRELATED_QUESTION, step
 
 
 def test_every_stage_appends_one_trace_step_in_order(kb, reader):
-    run = query_answer(user=reader, collection="kb", question=REFUND_QUESTION)
+    run = query_answer(user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION))
     assert [s["stage"] for s in run.trace] == list(STAGES)
     assert all(s["duration_ms"] >= 0 for s in run.trace)
     assert step(run, "transform")["skipped"] is True
@@ -32,7 +32,7 @@ def test_every_stage_appends_one_trace_step_in_order(kb, reader):
 
 
 def test_extractive_answer_quotes_the_best_passages_verbatim_with_markers(kb, reader):
-    run = query_answer(user=reader, collection="kb", question=REFUND_QUESTION)
+    run = query_answer(user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION))
     assert run.mode == "extractive"
     assert run.as_payload()["mode_label"].startswith("Extractive answer")
     assert "Customers can request a refund within 30 days of purchase. [1]" in run.answer
@@ -53,10 +53,12 @@ def test_extractive_answer_quotes_the_best_passages_verbatim_with_markers(kb, re
 def test_citations_carry_chunk_source_offsets_page_and_score(kb, reader):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question="What does ERR-4472 mean?",
-        top_n=3,
-        overrides={"retrieval": {"mode": "keyword"}},
+        request=QueryRequest(
+            collection="kb",
+            question="What does ERR-4472 mean?",
+            top_n=3,
+            overrides={"retrieval": {"mode": "keyword"}},
+        ),
     )
     first = run.citations[0]
     assert first["marker"] == 1
@@ -70,7 +72,9 @@ def test_citations_carry_chunk_source_offsets_page_and_score(kb, reader):
 
 
 def test_unrelated_question_gets_an_honest_not_found_without_citations(kb, reader):
-    run = query_answer(user=reader, collection="kb", question=UNRELATED_QUESTION)
+    run = query_answer(
+        user=reader, request=QueryRequest(collection="kb", question=UNRELATED_QUESTION)
+    )
     assert run.mode == "not-found"
     assert run.answer == NOT_FOUND_ANSWER
     assert run.citations == []
@@ -83,9 +87,11 @@ def test_unrelated_question_gets_an_honest_not_found_without_citations(kb, reade
 def test_hybrid_declines_unrelated_questions_too(kb, reader):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=UNRELATED_QUESTION,
-        overrides={"retrieval": {"mode": "hybrid", "candidate_k": 20}},
+        request=QueryRequest(
+            collection="kb",
+            question=UNRELATED_QUESTION,
+            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 20}},
+        ),
     )
     assert run.mode == "not-found"
     assert run.citations == []
@@ -94,7 +100,10 @@ def test_hybrid_declines_unrelated_questions_too(kb, reader):
 def test_an_exact_code_match_counts_as_relevant_evidence(kb, reader):
     unreachable = {"retrieval": {"mode": "hybrid"}, "floor": {"min_vector_similarity": 0.99}}
     code = query_answer(
-        user=reader, collection="kb", question="What does ERR-4471 mean?", overrides=unreachable
+        user=reader,
+        request=QueryRequest(
+            collection="kb", question="What does ERR-4471 mean?", overrides=unreachable
+        ),
     )
     assert code.mode == "extractive"
     assert step(code, "rerank")["details"]["floor"]["judged_by"] == (
@@ -102,9 +111,11 @@ def test_an_exact_code_match_counts_as_relevant_evidence(kb, reader):
     )
     words = query_answer(
         user=reader,
-        collection="kb",
-        question="What does the full backup volume error mean?",
-        overrides=unreachable,
+        request=QueryRequest(
+            collection="kb",
+            question="What does the full backup volume error mean?",
+            overrides=unreachable,
+        ),
     )
     assert words.mode == "not-found"
     assert step(words, "rerank")["details"]["floor"]["judged_by"] == "vector similarity"
@@ -113,9 +124,11 @@ def test_an_exact_code_match_counts_as_relevant_evidence(kb, reader):
 def test_keyword_only_retrieval_is_judged_by_keyword_coverage(kb, reader):
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question="backup volume",
-        overrides={"retrieval": {"mode": "keyword"}, "floor": {"min_keyword_coverage": 0.3}},
+        request=QueryRequest(
+            collection="kb",
+            question="backup volume",
+            overrides={"retrieval": {"mode": "keyword"}, "floor": {"min_keyword_coverage": 0.3}},
+        ),
     )
     floor = step(run, "rerank")["details"]["floor"]
     assert floor["judged_by"] == "keyword coverage"
@@ -123,9 +136,11 @@ def test_keyword_only_retrieval_is_judged_by_keyword_coverage(kb, reader):
     assert floor["best_vector_similarity"] is None
     strict = query_retrieve(
         user=reader,
-        collection="kb",
-        question="backup kangaroo marsupial wombat platypus",
-        overrides={"retrieval": {"mode": "keyword"}},
+        request=QueryRequest(
+            collection="kb",
+            question="backup kangaroo marsupial wombat platypus",
+            overrides={"retrieval": {"mode": "keyword"}},
+        ),
     )
     assert strict.citations == []
     assert step(strict, "rerank")["details"]["decision"] == "declined"
@@ -135,9 +150,11 @@ def test_empty_collection_answers_not_found(db, reader):
     indexed_collection([], slug="empty", members={reader: "read"}, embed_chunks=False)
     run = query_answer(
         user=reader,
-        collection="empty",
-        question=REFUND_QUESTION,
-        overrides={"retrieval": {"mode": "keyword"}},
+        request=QueryRequest(
+            collection="empty",
+            question=REFUND_QUESTION,
+            overrides={"retrieval": {"mode": "keyword"}},
+        ),
     )
     assert run.mode == "not-found"
     assert step(run, "rerank")["details"]["decision"] == "no candidates"
@@ -146,9 +163,9 @@ def test_empty_collection_answers_not_found(db, reader):
 def test_minimum_score_lets_the_system_decline(kb, reader):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"rerank": {"min_score": 0.99}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"rerank": {"min_score": 0.99}}
+        ),
     )
     assert run.mode == "not-found"
     details = step(run, "rerank")["details"]
@@ -156,7 +173,9 @@ def test_minimum_score_lets_the_system_decline(kb, reader):
 
 
 def test_retrieval_only_runs_five_stages_and_says_generation_was_skipped(kb, reader):
-    run = query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION, top_n=2)
+    run = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION, top_n=2)
+    )
     assert run.mode == "retrieval-only"
     assert run.answer == ""
     assert len(run.citations) == 2
@@ -170,10 +189,12 @@ def test_retrieval_only_runs_five_stages_and_says_generation_was_skipped(kb, rea
 def test_budget_is_never_overrun_and_dropped_passages_are_counted(kb, reader):
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question="backup error codes",
-        top_n=8,
-        overrides={"context": {"max_tokens": 120}},
+        request=QueryRequest(
+            collection="kb",
+            question="backup error codes",
+            top_n=8,
+            overrides={"context": {"max_tokens": 120}},
+        ),
     )
     assemble = step(run, "assemble")["details"]
     assert assemble["tokens"] <= 120
@@ -187,9 +208,11 @@ def test_a_single_oversized_passage_is_cut_to_the_budget(db, reader):
     indexed_collection([long_text], slug="long", members={reader: "read"})
     run = query_retrieve(
         user=reader,
-        collection="long",
-        question="Where are the backup audit reports stored?",
-        overrides={"context": {"max_tokens": 100}},
+        request=QueryRequest(
+            collection="long",
+            question="Where are the backup audit reports stored?",
+            overrides={"context": {"max_tokens": 100}},
+        ),
     )
     assemble = step(run, "assemble")
     assert assemble["details"]["tokens"] <= 100
@@ -200,14 +223,18 @@ def test_a_single_oversized_passage_is_cut_to_the_budget(db, reader):
 
 
 def test_edges_ordering_puts_the_strongest_passages_at_both_ends(kb, reader):
-    run = query_retrieve(user=reader, collection="kb", question="backup errors", top_n=6)
+    run = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question="backup errors", top_n=6)
+    )
     assert step(run, "assemble")["details"]["layout"] == [1, 3, 5, 6, 4, 2]
     linear = query_retrieve(
         user=reader,
-        collection="kb",
-        question="backup errors",
-        top_n=6,
-        overrides={"context": {"ordering": "linear"}},
+        request=QueryRequest(
+            collection="kb",
+            question="backup errors",
+            top_n=6,
+            overrides={"context": {"ordering": "linear"}},
+        ),
     )
     assert step(linear, "assemble")["details"]["layout"] == [1, 2, 3, 4, 5, 6]
     # Markers stay rank-based whatever the layout.
@@ -217,9 +244,11 @@ def test_edges_ordering_puts_the_strongest_passages_at_both_ends(kb, reader):
 def test_multi_query_without_a_chat_model_uses_heuristic_variants_with_a_warning(kb, reader):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"transform": {"kind": "multi-query", "variants": 2}},
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            overrides={"transform": {"kind": "multi-query", "variants": 2}},
+        ),
     )
     transform = step(run, "transform")
     assert transform["skipped"] is False
@@ -238,9 +267,11 @@ def test_multi_query_without_a_chat_model_uses_heuristic_variants_with_a_warning
 def test_rag_fusion_fuses_probes_by_rrf(kb, reader):
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"transform": {"kind": "rag-fusion"}},
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            overrides={"transform": {"kind": "rag-fusion"}},
+        ),
     )
     fuse = step(run, "fuse")["details"]
     assert (fuse["method"], fuse["k"]) == ("rrf", 60)
@@ -251,9 +282,9 @@ def test_rag_fusion_fuses_probes_by_rrf(kb, reader):
 def test_hyde_without_a_chat_model_probes_with_the_question_and_warns(kb, reader):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"transform": {"kind": "hyde"}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"transform": {"kind": "hyde"}}
+        ),
     )
     transform = step(run, "transform")
     assert transform["details"]["probes"] == [REFUND_QUESTION]
@@ -264,10 +295,12 @@ def test_hyde_without_a_chat_model_probes_with_the_question_and_warns(kb, reader
 def test_mmr_reorders_with_the_chunk_embeddings(kb, reader):
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question="backup error",
-        top_n=4,
-        overrides={"fusion": {"mmr": True, "mmr_lambda": 0.5}},
+        request=QueryRequest(
+            collection="kb",
+            question="backup error",
+            top_n=4,
+            overrides={"fusion": {"mmr": True, "mmr_lambda": 0.5}},
+        ),
     )
     assert step(run, "fuse")["details"]["mmr"] == {"lambda": 0.5, "similarity": "embedding-cosine"}
 
@@ -275,9 +308,9 @@ def test_mmr_reorders_with_the_chunk_embeddings(kb, reader):
 def test_groundedness_heuristic_checks_the_extractive_answer(kb, reader):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question=REFUND_QUESTION,
-        overrides={"groundedness": {"enabled": True}},
+        request=QueryRequest(
+            collection="kb", question=REFUND_QUESTION, overrides={"groundedness": {"enabled": True}}
+        ),
     )
     grounded = step(run, "groundedness")
     assert grounded["details"]["checker"] == "heuristic"
@@ -303,7 +336,10 @@ def test_injected_instructions_in_a_passage_are_never_quoted_or_obeyed(db, reade
         slug="hostile",
         members={reader: "read"},
     )
-    run = query_answer(user=reader, collection="hostile", question="How long do refunds take?")
+    run = query_answer(
+        user=reader,
+        request=QueryRequest(collection="hostile", question="How long do refunds take?"),
+    )
     assert run.mode == "extractive"
     assert "Ignore all previous instructions" not in run.answer
     assert "90 days" not in run.answer
@@ -313,7 +349,12 @@ def test_injected_instructions_in_a_passage_are_never_quoted_or_obeyed(db, reade
 
 
 def test_streaming_yields_steps_context_tokens_answer_and_run(kb, reader):
-    events = list(query_answer_stream(user=reader, collection="kb", question=REFUND_QUESTION))
+    events = list(
+        query_answer_stream(
+            user=reader,
+            request=QueryRequest(collection="kb", question=REFUND_QUESTION, stream=True),
+        )
+    )
     kinds = [e.type for e in events]
     assert kinds[:5] == ["step"] * 5
     assert kinds[5] == "context"
@@ -326,8 +367,12 @@ def test_streaming_yields_steps_context_tokens_answer_and_run(kb, reader):
 
 
 def test_retrieval_results_are_cached_per_index_version(kb, reader):
-    first = query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION)
-    second = query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION)
+    first = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
+    second = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
     assert step(first, "retrieve")["details"]["cache"] == "miss"
     assert step(second, "retrieve")["details"]["cache"] == "hit"
     assert second.citations == first.citations
@@ -342,7 +387,9 @@ def test_retrieval_results_are_cached_per_index_version(kb, reader):
             )
         ],
     )
-    third = query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION)
+    third = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
     assert step(third, "retrieve")["details"]["cache"] == "miss"
     assert third.citations[0]["snippet"] == (
         "Customers can request a refund within 60 days of purchase."
@@ -353,20 +400,28 @@ def test_retrieval_results_are_cached_per_index_version(kb, reader):
 def test_the_cache_key_includes_the_options_and_the_callers_scope(kb, reader, django_user_model):
     from collections_app.models import CollectionMembership
 
-    query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION)
-    other_k = query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION, top_n=2)
+    query_retrieve(user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION))
+    other_k = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION, top_n=2)
+    )
     assert step(other_k, "retrieve")["details"]["cache"] == "miss"
     admin = django_user_model.objects.create_user(username="kb-admin", password="pw")
     CollectionMembership.objects.create(collection=kb, user=admin, role="admin")
-    as_admin = query_retrieve(user=admin, collection="kb", question=REFUND_QUESTION)
+    as_admin = query_retrieve(
+        user=admin, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
     assert step(as_admin, "retrieve")["details"]["cache"] == "miss"
 
 
 def test_cache_can_be_disabled_per_request(kb, reader):
     overrides = {"cache": {"enabled": False}}
-    query_retrieve(user=reader, collection="kb", question=REFUND_QUESTION, overrides=overrides)
+    query_retrieve(
+        user=reader,
+        request=QueryRequest(collection="kb", question=REFUND_QUESTION, overrides=overrides),
+    )
     again = query_retrieve(
-        user=reader, collection="kb", question=REFUND_QUESTION, overrides=overrides
+        user=reader,
+        request=QueryRequest(collection="kb", question=REFUND_QUESTION, overrides=overrides),
     )
     assert "cache" not in step(again, "retrieve")["details"]
 
@@ -375,8 +430,10 @@ def test_cache_can_be_disabled_per_request(kb, reader):
 def test_every_profile_option_combination_keeps_markers_rank_based(kb, reader, ordering):
     run = query_answer(
         user=reader,
-        collection="kb",
-        question="backup errors",
-        overrides={"context": {"ordering": ordering}, "retrieval": {"mode": "hybrid"}},
+        request=QueryRequest(
+            collection="kb",
+            question="backup errors",
+            overrides={"context": {"ordering": ordering}, "retrieval": {"mode": "hybrid"}},
+        ),
     )
     assert [c["marker"] for c in run.citations] == list(range(1, len(run.citations) + 1))

@@ -6,7 +6,7 @@ import pytest
 
 from collections_app.services import collection_create
 from query_app.models import QueryRun
-from query_app.services import query_answer
+from query_app.services import QueryRequest, query_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -15,9 +15,13 @@ pytestmark = pytest.mark.django_db
 def runs(ingested, user):
     """Two stored answers of alice's, and one of another collection."""
     first = query_answer(
-        user=user, collection="handbook", question="How much disk space is needed?"
+        user=user,
+        request=QueryRequest(collection="handbook", question="How much disk space is needed?"),
     )
-    second = query_answer(user=user, collection="handbook", question="When are refunds possible?")
+    second = query_answer(
+        user=user,
+        request=QueryRequest(collection="handbook", question="When are refunds possible?"),
+    )
     other = collection_create(name="Notes", slug="notes", user=user)
     third = QueryRun.objects.create(
         user=user,

@@ -1,0 +1,35 @@
+"""The answering stages, one registry: ``STAGES.get(name)()`` is a fresh stage.
+
+A profile lists the stages it runs (``profiles.PROFILES``); the runner loops over
+them. A new stage is a module here with a ``Stage`` subclass registered below,
+plus its test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from query_app.exceptions import UnknownStage
+from query_app.pipeline.stages.assemble import AssembleStage
+from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
+from query_app.pipeline.stages.fuse import FuseStage
+from query_app.pipeline.stages.generate import GenerateStage
+from query_app.pipeline.stages.groundedness import GroundednessStage
+from query_app.pipeline.stages.rerank import RerankStage, relevance_floor_check
+from query_app.pipeline.stages.retrieve import RetrieveStage
+from query_app.pipeline.stages.transform import TransformStage
+from ragsite.registry import Registry
+
+STAGES: Registry[Callable[[], Stage]] = Registry("stage", unknown=UnknownStage)
+for _stage in (
+    TransformStage,
+    RetrieveStage,
+    FuseStage,
+    RerankStage,
+    AssembleStage,
+    GenerateStage,
+    GroundednessStage,
+):
+    STAGES.add(_stage.name, _stage)
+
+__all__ = ["STAGES", "PipelineState", "Stage", "StageCheck", "relevance_floor_check"]

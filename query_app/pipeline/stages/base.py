@@ -1,0 +1,146 @@
+"""The contract every answering stage keeps, and the state that flows between stages.
+
+A stage has a name, a check of its options run before anything else (so a
+missing model fails the request at once, not half-way through a streamed
+answer), ``run(state)`` returning the new state and its trace step, and a
+summary of its trace details for the collapsed trace row. The runner is a loop
+over the stages a profile lists; the corrective graph walks the same stages
+with loops, which is why the state counts iterations and every step carries
+the node that ran it and the iteration it ran in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from query_app.chat import ChatClient, CountingChatClient
+from query_app.pipeline.assembly import AssembledContext
+from query_app.pipeline.generation import GenerationResult
+from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.types import (
+    Candidate,
+    Citation,
+    PipelineEvent,
+    RagQuery,
+    TraceStep,
+    timed_step,
+)
+
+# What a stage's run yields while it works (citations, answer tokens) and returns.
+StageRun = Generator[PipelineEvent, None, "tuple[PipelineState, TraceStep]"]
+
+
+@dataclass(frozen=True)
+class StageCheck:
+    """What a stage may look at before anything runs."""
+
+    options: QueryOptions
+    # The collection asked (None when only the options are checked, e.g. by evaluation).
+    collection: Any = None
+    chat_configured: bool = False
+    allow_fallback: bool = True
+    retrieval_only: bool = False
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    """Everything the stages have produced so far; each stage returns a new one."""
+
+    query: RagQuery
+    chat: CountingChatClient | None = None
+    # How many times the run has looped back (0 on the linear path).
+    iteration: int = 0
+    # transform: the texts retrieval searches with, and how their results combine.
+    probes: tuple[str, ...] = ()
+    probe_kind: str = "single"
+    # retrieve: candidates per probe; fuse: one ranked list; rerank: the kept ones.
+    per_probe: tuple[list[Candidate], ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    kept: tuple[Candidate, ...] = ()
+    # assemble: the passages in the prompt, and their citations.
+    context: AssembledContext | None = None
+    citations: tuple[Citation, ...] = ()
+    # generate / groundedness.
+    generation: GenerationResult | None = None
+    groundedness: dict[str, Any] | None = None
+
+    @property
+    def options(self) -> QueryOptions:
+        return self.query.options
+
+    @property
+    def chat_calls(self) -> int:
+        return self.chat.calls if self.chat is not None else 0
+
+    def with_(self, **changes: Any) -> PipelineState:
+        """A copy with ``changes`` applied (stages never mutate the state they get)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class Stage:
+    """Base of the answering stages; subclasses set ``name`` and implement ``execute``.
+
+    ``execute(state, step)`` does the work, fills ``step`` (details, warnings)
+    and returns the new state. A stage that streams (citations, answer tokens)
+    overrides ``stream`` instead and yields its events. ``skip_reason`` names why
+    a stage does nothing for this state; the runner then records a skipped step.
+    """
+
+    name: ClassVar[str]
+    # The stage's output depends only on the question, its options and the
+    # collection's index: it may be served from the retrieval cache.
+    cacheable: ClassVar[bool] = False
+    node: str = field(default="")
+
+    def check(self, check: StageCheck) -> None:
+        """Raise a QueryError when these options cannot run here (nothing by default)."""
+        return None
+
+    def chat_use(self, options: QueryOptions) -> str:
+        """What in ``options`` calls the chat model, in words ("" when nothing does)."""
+        return ""
+
+    def skip_reason(self, state: PipelineState) -> str:
+        return ""
+
+    def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
+        raise NotImplementedError(f"stage {self.name!r} implements neither execute nor stream")
+
+    def stream(
+        self, state: PipelineState, step: TraceStep
+    ) -> Generator[PipelineEvent, None, PipelineState]:
+        yield from ()
+        return self.execute(state, step)
+
+    def run(self, state: PipelineState) -> StageRun:
+        """Run the stage on ``state``: the new state and this run's trace step."""
+        node = self.node or self.name
+        reason = self.skip_reason(state)
+        if reason:
+            step = TraceStep(
+                stage=self.name,
+                skipped=True,
+                details={"reason": reason},
+                node=node,
+                iteration=state.iteration,
+            )
+            return state, step
+        with timed_step(self.name, node=node, iteration=state.iteration) as step:
+            state = yield from self.stream(state, step)
+        return state, step
+
+    def events_after(self, state: PipelineState) -> list[PipelineEvent]:
+        """Events the runner sends once this stage's step is traced (e.g. the citations)."""
+        return []
+
+    def summary(self, details: Mapping[str, Any]) -> list[str]:
+        """The key facts of a finished step, for its collapsed trace row."""
+        return [f"{k} {v}" for k, v in details.items() if isinstance(v, int | float)][:3]
+
+
+def counted_chat(chat: ChatClient | None) -> CountingChatClient | None:
+    return CountingChatClient(chat) if chat is not None else None

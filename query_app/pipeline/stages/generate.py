@@ -1,0 +1,78 @@
+"""Stage 6, generate: the answer with ``[n]`` markers (chat model, extractive, or not found)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from typing import Any, TypedDict, cast
+
+from query_app.exceptions import ChatNotConfigured
+from query_app.pipeline.assembly import AssembledContext
+from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
+from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
+from query_app.pipeline.types import PipelineEvent, TokenEvent, TraceStep
+
+
+class GenerateDetails(TypedDict, total=False):
+    generator: str  # llm | extractive | none (the not-found answer)
+    model: str
+    cited: list[int]
+    sentences: int
+    skipped_instruction_like: int
+    fallback_from: str
+    model_calls: int
+    reason: str
+
+
+class GenerateStage(Stage):
+    name = "generate"
+
+    def check(self, check: StageCheck) -> None:
+        generator = GENERATORS.get(check.options.generation.generator)
+        if (
+            generator.requires_chat
+            and not check.chat_configured
+            and not check.allow_fallback
+            and not check.retrieval_only
+        ):
+            raise ChatNotConfigured(LLM_NOT_CONFIGURED)
+
+    def chat_use(self, options: QueryOptions) -> str:
+        kind = options.generation.generator
+        return f"its generator {kind!r}" if GENERATORS.get(kind).uses_chat else ""
+
+    def skip_reason(self, state: PipelineState) -> str:
+        if state.query.retrieval_only:
+            return "retrieval-only request: generation skipped on purpose"
+        return ""
+
+    def stream(
+        self, state: PipelineState, step: TraceStep
+    ) -> Generator[PipelineEvent, None, PipelineState]:
+        calls_before = state.chat_calls
+        pieces = generate(
+            question=state.query.question,
+            context=state.context or AssembledContext(),
+            options=state.options.generation,
+            chat=state.chat,
+            allow_fallback=state.query.allow_fallback,
+            stream=state.query.stream,
+        )
+        while True:
+            try:
+                piece = next(pieces)
+            except StopIteration as stop:
+                result = stop.value
+                break
+            yield TokenEvent("", reset=True) if piece is RESET else TokenEvent(piece)
+        step.details.update(result.details)
+        details: GenerateDetails = {"model_calls": state.chat_calls - calls_before}
+        step.details.update(details)
+        step.warnings += result.warnings
+        for citation in state.citations:
+            citation.cited = citation.marker in result.cited
+        return state.with_(generation=result)
+
+    def summary(self, details: Mapping[str, Any]) -> list[str]:
+        d = cast(GenerateDetails, details)
+        return [str(d.get("generator", "")), f"{d.get('model_calls', 0)} model call(s)"]

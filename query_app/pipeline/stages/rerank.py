@@ -1,0 +1,123 @@
+"""Stage 4, rerank: narrow the candidates to top_n, then apply the minimum score and the floor.
+
+The relevance floor decides whether the collection holds an answer at all: when
+the best evidence is below it, nothing is kept and the answer declines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
+
+from query_app.pipeline.options import FloorOptions, QueryOptions
+from query_app.pipeline.rerankers import RERANKERS
+from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
+from query_app.pipeline.types import Candidate, TraceStep
+
+
+class RerankDetails(TypedDict, total=False):
+    reranker: str
+    candidates: int  # in
+    top_n: int
+    model_calls: int
+    min_score: dict[str, Any]
+    floor: dict[str, Any]
+    kept: int
+    ranking: list[dict[str, Any]]
+    decision: str  # answer | declined | no candidates
+
+
+class RerankStage(Stage):
+    name = "rerank"
+
+    def check(self, check: StageCheck) -> None:
+        o = check.options.rerank
+        RERANKERS.get(o.kind)().check(o)
+
+    def chat_use(self, options: QueryOptions) -> str:
+        kind = options.rerank.kind
+        return f"its {kind!r} reranker" if RERANKERS.get(kind)().uses_chat else ""
+
+    def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
+        o = state.options.rerank
+        candidates = list(state.candidates)
+        result = RERANKERS.get(o.kind)().rerank(
+            state.query.question,
+            candidates,
+            options=o,
+            chat=state.chat,
+            allow_fallback=state.query.allow_fallback,
+        )
+        kept = result.candidates
+        details: RerankDetails = {
+            "reranker": o.kind,
+            "candidates": len(candidates),
+            "top_n": o.top_n,
+        }
+        step.details.update(details)
+        step.details.update(result.details)
+        step.warnings += result.warnings
+        details = {"model_calls": result.model_calls}
+        if o.min_score is not None:
+            before = len(kept)
+            kept = [c for c in kept if c.score >= o.min_score]
+            details["min_score"] = {"value": o.min_score, "dropped": before - len(kept)}
+        passed, floor = relevance_floor_check(kept, state.options.floor)
+        details["floor"] = floor
+        if not passed:
+            kept = []
+        details["kept"] = len(kept)
+        details["ranking"] = [
+            {"chunk_id": c.chunk_id, "rerank_score": c.rerank_score, "score": c.score} for c in kept
+        ]
+        if not kept:
+            details["decision"] = "declined" if candidates else "no candidates"
+        else:
+            details["decision"] = "answer"
+        step.details.update(details)
+        return state.with_(kept=tuple(kept))
+
+    def summary(self, details: Mapping[str, Any]) -> list[str]:
+        d = cast(RerankDetails, details)
+        return [
+            f"{d.get('candidates', '?')} → {d.get('kept', '?')} kept",
+            str(d.get("reranker", "")),
+            str(d.get("decision", "")),
+        ]
+
+
+def relevance_floor_check(
+    candidates: list[Candidate], floor: FloorOptions
+) -> tuple[bool, dict[str, Any]]:
+    """Whether the best evidence is relevant enough to answer from.
+
+    The cosine to the probe is the judge whenever the vector measure exists
+    (vector and hybrid retrieval score every candidate on it); keyword
+    coverage judges only keyword-only retrieval, where it is the sole measure
+    (it separates answerable from off-topic questions much less well, see
+    docs/answering.md). A chunk holding the exact codes or quoted phrases the
+    question asked for always counts as relevant.
+    """
+    sims = [c.vector_similarity for c in candidates if c.vector_similarity is not None]
+    covs = [c.keyword_coverage for c in candidates if c.keyword_coverage is not None]
+    best_sim = max(sims) if sims else None
+    best_cov = max(covs) if covs else None
+    exact = any(c.exact_match for c in candidates)
+    if not candidates:
+        passed, judge = False, "no candidates"
+    elif exact:
+        passed, judge = True, "exact match of the required codes or phrases"
+    elif best_sim is not None and floor.min_vector_similarity is not None:
+        passed, judge = best_sim >= floor.min_vector_similarity, "vector similarity"
+    elif best_sim is None and best_cov is not None and floor.min_keyword_coverage is not None:
+        passed, judge = best_cov >= floor.min_keyword_coverage, "keyword coverage"
+    else:
+        passed, judge = True, "no floor applies"
+    return passed, {
+        "min_vector_similarity": floor.min_vector_similarity,
+        "best_vector_similarity": None if best_sim is None else round(best_sim, 4),
+        "min_keyword_coverage": floor.min_keyword_coverage,
+        "best_keyword_coverage": None if best_cov is None else round(best_cov, 4),
+        "judged_by": judge,
+        "passed": passed,
+    }

@@ -1,0 +1,58 @@
+"""Stage 1, transform: the probes retrieval searches with (the question, variants, or HyDE)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
+
+from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.stages.base import PipelineState, Stage
+from query_app.pipeline.transforms import TRANSFORMS, TransformResult
+from query_app.pipeline.types import TraceStep
+
+
+class TransformDetails(TypedDict, total=False):
+    transform: str  # the configured transform
+    kind: str  # how the probes' results combine: single | union | fusion | replacement
+    source: str  # none | llm | heuristic
+    probes: list[str]
+    model_calls: int
+    reason: str
+    cache: str
+
+
+class TransformStage(Stage):
+    name = "transform"
+    cacheable = True
+
+    def chat_use(self, options: QueryOptions) -> str:
+        kind = options.transform.kind
+        return f"its transform {kind!r}" if TRANSFORMS.get(kind).uses_chat else ""
+
+    def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
+        o = state.options.transform
+        question = state.query.question
+        details: TransformDetails = {}
+        if o.kind == "none":
+            result = TransformResult(probes=[question], kind="single")
+            step.skipped = True
+            details["reason"] = "transform 'none': the question is the only probe"
+        else:
+            calls_before = state.chat_calls
+            result = TRANSFORMS.get(o.kind).apply(
+                question,
+                variants=o.variants,
+                chat=state.chat,
+                allow_fallback=state.query.allow_fallback,
+            )
+            details["model_calls"] = state.chat_calls - calls_before
+            step.warnings += result.warnings
+        details.update(
+            transform=o.kind, kind=result.kind, source=result.source, probes=result.probes
+        )
+        step.details.update(details)
+        return state.with_(probes=tuple(result.probes), probe_kind=result.kind)
+
+    def summary(self, details: Mapping[str, Any]) -> list[str]:
+        d = cast(TransformDetails, details)
+        return [f"{len(d.get('probes') or []) or 1} probe(s)", d.get("transform", "")]
