@@ -42,9 +42,9 @@ def handle_ingest(command: BaseCommand, **options: Any) -> None:
             )
         if options["chunking"]:
             # Fail before enqueueing anything when the name is unknown.
-            from collections_app.ingestion.chunking import chunker_factory
+            from collections_app.ingestion.chunking import CHUNKERS
 
-            chunker_factory(options["chunking"])
+            CHUNKERS.get(options["chunking"])
         if options["run_async"]:
             job, _ = ingestion_job_enqueue(
                 collection=collection,

@@ -20,7 +20,7 @@ WINDOW_CHARS = 20_000
 
 
 @dataclass(frozen=True)
-class Span:
+class MarkedSpan:
     """Characters [start, end) to mark, with a label shown as the mark's title."""
 
     start: int
@@ -39,7 +39,7 @@ class TextView:
     total: int
 
 
-def mark_spans(text: str, spans: Iterable[Span], *, first_id: str = "") -> SafeString:
+def mark_spans(text: str, spans: Iterable[MarkedSpan], *, first_id: str = "") -> SafeString:
     """``text`` escaped, with each span wrapped in ``<mark>``; overlapping spans are merged.
 
     The first mark gets ``id=first_id`` (when given) so a link can scroll to it.
@@ -68,7 +68,7 @@ def mark_spans(text: str, spans: Iterable[Span], *, first_id: str = "") -> SafeS
     return mark_safe("".join(parts))
 
 
-def text_view(text: str, span: Span | None = None) -> TextView:
+def text_view(text: str, span: MarkedSpan | None = None) -> TextView:
     """The text to show on a source page, with ``span`` marked (``id="cited"``).
 
     Long texts are cut to a window around the span so the page stays light.
@@ -83,7 +83,7 @@ def text_view(text: str, span: Span | None = None) -> TextView:
     shown = text[lo:hi]
     spans = []
     if span is not None:
-        spans.append(Span(span.start - lo, span.end - lo, span.label, "cited"))
+        spans.append(MarkedSpan(span.start - lo, span.end - lo, span.label, "cited"))
     return TextView(
         html=mark_spans(shown, spans, first_id="cited"),
         offset=lo,
@@ -103,7 +103,7 @@ def signal_windows(
     """
     spans = sorted(
         (
-            Span(int(sig["start"]), int(sig["end"]), str(sig.get("name") or ""), "signal")
+            MarkedSpan(int(sig["start"]), int(sig["end"]), str(sig.get("name") or ""), "signal")
             for sig in signals
             if isinstance(sig.get("start"), int)
             and isinstance(sig.get("end"), int)
@@ -111,7 +111,7 @@ def signal_windows(
         ),
         key=lambda s: s.start,
     )
-    windows: list[list[Span]] = []
+    windows: list[list[MarkedSpan]] = []
     for span in spans:
         if windows and span.start - context <= max(s.end for s in windows[-1]) + context:
             windows[-1].append(span)
@@ -121,7 +121,7 @@ def signal_windows(
     for group in windows[:limit]:
         lo = max(0, group[0].start - context)
         hi = min(len(text), max(s.end for s in group) + context)
-        local = [Span(s.start - lo, s.end - lo, s.label, s.css_class) for s in group]
+        local = [MarkedSpan(s.start - lo, s.end - lo, s.label, s.css_class) for s in group]
         body = mark_spans(text[lo:hi], local)
         shown.append(
             format_html("{}{}{}", "… " if lo > 0 else "", body, " …" if hi < len(text) else "")

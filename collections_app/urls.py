@@ -27,5 +27,5 @@ urlpatterns = [
         name="source_remove",
     ),
     path("quarantine/", views.quarantine_list, name="quarantine"),
-    path("quarantine/decide/", views.quarantine_decide_view, name="quarantine_decide"),
+    path("quarantine/decide/", views.quarantine_review_view, name="quarantine_review"),
 ]

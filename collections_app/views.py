@@ -26,7 +26,7 @@ from collections_app.forms import (
     UrlForm,
     new_request_key,
 )
-from collections_app.highlight import Span, text_view
+from collections_app.highlight import MarkedSpan, text_view
 from collections_app.ingestion.types import IngestionError
 from collections_app.models import Collection, QuarantineItem
 from collections_app.presentation import job_panel, max_file_size, quarantine_entry
@@ -49,7 +49,7 @@ from collections_app.services import (
     collection_delete,
     collection_update,
     membership_change,
-    quarantine_decide,
+    quarantine_review,
     source_reingest,
     source_remove,
     uploads_accept,
@@ -299,7 +299,11 @@ def source_detail(request: HttpRequest, slug: str, source_id: int) -> HttpRespon
             messages.warning(
                 request, "That passage is no longer part of this document (it was re-ingested)."
             )
-    span = Span(cited.char_start, cited.char_end, f"passage {cited.ordinal + 1}") if cited else None
+    span = (
+        MarkedSpan(cited.char_start, cited.char_end, f"passage {cited.ordinal + 1}")
+        if cited
+        else None
+    )
     chunks = Paginator(source.chunks.defer("embedding", "metadata").order_by("ordinal"), 50)
     page = chunks.get_page(request.GET.get("page"))
     context = {
@@ -366,7 +370,7 @@ def quarantine_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def quarantine_decide_view(request: HttpRequest) -> HttpResponse:
+def quarantine_review_view(request: HttpRequest) -> HttpResponse:
     reviewable = quarantine_queue(request.user)
     form = QuarantineDecisionForm(
         request.POST, item_ids=list(reviewable.values_list("pk", flat=True))
@@ -381,7 +385,7 @@ def quarantine_decide_view(request: HttpRequest) -> HttpResponse:
                 messages.error(request, f"Nothing decided: {what}")
         return redirect(back)
     items = list(reviewable.filter(pk__in=form.cleaned_data["items"]))
-    outcomes = quarantine_decide(
+    outcomes = quarantine_review(
         items=items,
         reviewer=request.user,
         decision=form.cleaned_data["decision"],

@@ -18,12 +18,13 @@ from typing import Any
 from django.db.models import F
 
 from collections_app.embedding import Embedder, get_embedder
-from collections_app.ingestion import quarantine, storage
-from collections_app.ingestion.chunking import get_chunker
+from collections_app.ingestion import storage
+from collections_app.ingestion.chunking import CHUNKERS
 from collections_app.ingestion.fetch import fetch_url, read_path
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders import load_document
 from collections_app.ingestion.manifest import Manifest, manifest_load, manifest_save
+from collections_app.ingestion.quarantine import quarantine_policy_apply
 from collections_app.ingestion.report import IngestionReport, SourceOutcome
 from collections_app.ingestion.storage import (
     chunks_drop_other_dimensions,
@@ -92,7 +93,7 @@ class IngestionRun:
         options = (
             self.collection.chunking_options if name == self.collection.chunking_strategy else {}
         )
-        self.chunker = get_chunker(name, options=options, embedder=self.embedder)
+        self.chunker = CHUNKERS.get(name)(embedder=self.embedder, options=options)
         self.report.chunking = name
         self.fingerprint = self.chunker.settings_fingerprint()
         self.profile: dict[str, Any] = self.embedder.profile.as_dict()
@@ -197,7 +198,7 @@ class IngestionRun:
                     raise IngestionError("; ".join(result.errors))
                 outcome.verdict = result.verdict
                 outcome.signals = [s.name for s in result.signals]
-                held = quarantine.quarantine_decide(
+                held = quarantine_policy_apply(
                     source=source, result=result, content_hash=content_hash, job=self.job
                 )
                 if held:

@@ -8,7 +8,7 @@ from collections_app.ingestion.types import ValidationResult
 from collections_app.models import IngestionJob, Provenance, QuarantineItem, Source
 
 
-def quarantine_decide(
+def quarantine_policy_apply(
     *, source: Source, result: ValidationResult, content_hash: str, job: IngestionJob | None
 ) -> str:
     """Record a quarantine item when needed; return why the content is held ("" = index it).

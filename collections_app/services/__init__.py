@@ -25,8 +25,8 @@ from collections_app.services.quarantine import (
     ReviewError,
     ReviewOutcome,
     quarantine_approve,
-    quarantine_decide,
     quarantine_reject,
+    quarantine_review,
 )
 from collections_app.services.sources import (
     Intake,
@@ -58,8 +58,8 @@ __all__ = [
     "membership_change",
     "membership_set",
     "quarantine_approve",
-    "quarantine_decide",
     "quarantine_reject",
+    "quarantine_review",
     "source_reingest",
     "source_remove",
     "source_upload_create",

@@ -34,13 +34,13 @@ def collection_create(
     """Create a collection; its creator becomes its admin."""
     from django.conf import settings
 
-    from collections_app.ingestion.chunking import chunker_factory
+    from collections_app.ingestion.chunking import CHUNKERS
 
     slug = slug or slugify(name)
     if not slug:
         raise ValueError("a collection needs a name made of letters or digits")
     strategy = chunking_strategy or settings.RAG["ingestion"]["default_chunking"]
-    chunker_factory(strategy)
+    CHUNKERS.get(strategy)  # UnknownChunker for an unknown name
     if Collection.objects.filter(slug=slug).exists():
         raise CollectionExists(f"a collection with the slug {slug!r} already exists")
     with transaction.atomic():
@@ -68,9 +68,9 @@ def collection_update(
     The chunking strategy applies to the next ingestion; the manifest notices the
     new chunker settings and re-chunks each source then.
     """
-    from collections_app.ingestion.chunking import chunker_factory
+    from collections_app.ingestion.chunking import CHUNKERS
 
-    chunker_factory(chunking_strategy)
+    CHUNKERS.get(chunking_strategy)  # UnknownChunker for an unknown name
     collection.name = name
     collection.description = description
     collection.chunking_strategy = chunking_strategy

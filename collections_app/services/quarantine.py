@@ -30,7 +30,7 @@ class ReviewOutcome:
 
 def quarantine_approve(*, item: QuarantineItem, reviewer: User) -> IngestionReport:
     """Approve quarantined content and index exactly what the reviewer saw."""
-    _review(item, reviewer=reviewer, status=QuarantineItem.ReviewStatus.APPROVED, reason="")
+    _verdict_record(item, reviewer=reviewer, status=QuarantineItem.ReviewStatus.APPROVED, reason="")
     source = item.source
     run = IngestionRun(collection=item.collection, user=reviewer, skip_validation=True)
     report = run.run_stored([source])
@@ -52,7 +52,7 @@ def quarantine_reject(*, item: QuarantineItem, reviewer: User, reason: str) -> N
     """Reject quarantined content (a reason is required); it stays out of the index."""
     if not reason.strip():
         raise ReviewError("a rejection needs a reason")
-    _review(
+    _verdict_record(
         item, reviewer=reviewer, status=QuarantineItem.ReviewStatus.REJECTED, reason=reason.strip()
     )
     from collections_app.models import Chunk
@@ -63,7 +63,7 @@ def quarantine_reject(*, item: QuarantineItem, reviewer: User, reason: str) -> N
         collection_index_bump(collection_id=item.collection_id)
 
 
-def _review(item: QuarantineItem, *, reviewer: User, status: str, reason: str) -> None:
+def _verdict_record(item: QuarantineItem, *, reviewer: User, status: str, reason: str) -> None:
     if item.review_status != QuarantineItem.ReviewStatus.PENDING:
         raise ReviewError(f"this item was already {item.review_status} by {item.reviewer}")
     item.review_status = status
@@ -73,7 +73,7 @@ def _review(item: QuarantineItem, *, reviewer: User, status: str, reason: str) -
     item.save()
 
 
-def quarantine_decide(
+def quarantine_review(
     *,
     items: Iterable[QuarantineItem],
     reviewer: User,

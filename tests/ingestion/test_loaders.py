@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from collections_app.ingestion.limits import IngestionLimits
-from collections_app.ingestion.loaders import LOADERS, get_loader, load_document
+from collections_app.ingestion.loaders import LOADERS, load_document
 from collections_app.ingestion.types import (
     RawSource,
     SourceLoadError,
@@ -62,7 +62,7 @@ def test_binary_file_named_txt_is_refused():
 
 def test_unknown_loader_kind_lists_the_known_ones():
     with pytest.raises(UnsupportedSourceType) as excinfo:
-        get_loader("spreadsheet")
+        LOADERS.get("spreadsheet")
     for kind in LOADERS:
         assert kind in str(excinfo.value)
 

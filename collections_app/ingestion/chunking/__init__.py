@@ -1,4 +1,4 @@
-"""Chunking strategies: one registry from name to chunker class.
+"""Chunking strategies: one registry (``CHUNKERS``) from name to chunker class.
 
 Every strategy bounds chunks in the embedding model's own tokens (all-MiniLM-L6-v2
 reads 254 wordpieces after [CLS]/[SEP] and silently drops the rest), keeps exact
@@ -14,11 +14,13 @@ same chunks for the same input.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from collections_app.embedding import Embedder
-from collections_app.ingestion.chunking.base import Chunker, InvalidChunkingOptions
+from collections_app.ingestion.chunking.base import CHUNKERS, Chunker, InvalidChunkingOptions
+
+# Each strategy module registers its chunker in CHUNKERS when imported.
 from collections_app.ingestion.chunking.fixed import FixedChunker
 from collections_app.ingestion.chunking.recursive import RecursiveChunker
 from collections_app.ingestion.chunking.semantic import SemanticChunker
@@ -29,28 +31,16 @@ from collections_app.ingestion.types import UnknownChunker
 __all__ = [
     "CHUNKERS",
     "Chunker",
+    "FixedChunker",
     "InvalidChunkingOptions",
+    "RecursiveChunker",
+    "SemanticChunker",
+    "SentenceChunker",
+    "StructuralChunker",
     "UnknownChunker",
     "chunk_id",
     "get_chunker",
 ]
-
-CHUNKERS: dict[str, Callable[..., Chunker]] = {
-    "recursive": RecursiveChunker,
-    "sentence": SentenceChunker,
-    "structural": StructuralChunker,
-    "semantic": SemanticChunker,
-    "fixed": FixedChunker,
-}
-
-
-def chunker_factory(name: str) -> Callable[..., Chunker]:
-    """The factory registered as ``name``; UnknownChunker (listing the known names) otherwise."""
-    try:
-        return CHUNKERS[name]
-    except KeyError:
-        known = ", ".join(sorted(CHUNKERS))
-        raise UnknownChunker(f"unknown chunking strategy {name!r}; known: {known}") from None
 
 
 def get_chunker(
@@ -61,7 +51,7 @@ def get_chunker(
     Raises UnknownChunker (listing the known names) for an unknown name and
     InvalidChunkingOptions for an unknown option or a value out of range.
     """
-    return chunker_factory(name)(embedder=embedder, options=options)
+    return CHUNKERS.get(name)(embedder=embedder, options=options)
 
 
 def chunk_id(*, location: str, content_hash: str, ordinal: int) -> str:

@@ -8,10 +8,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from collections_app.embedding import Embedder
+from collections_app.ingestion.chunking.document_structure import Block, DocumentStructure
 from collections_app.ingestion.chunking.pieces import Piece
-from collections_app.ingestion.chunking.structure import Block, DocumentStructure
 from collections_app.ingestion.chunking.tokens import TokenCounter
-from collections_app.ingestion.types import ChunkDraft, IngestionError, LoadedDocument
+from collections_app.ingestion.types import (
+    ChunkDraft,
+    IngestionError,
+    LoadedDocument,
+    UnknownChunker,
+)
+from ragsite.registry import Registry
 
 
 class InvalidChunkingOptions(IngestionError):
@@ -43,7 +49,7 @@ OVERLAP_TOKENS = Option(
 
 
 @dataclass
-class Span:
+class ChunkSpan:
     """A chunk before it becomes a draft: pieces in order, plus strategy metadata."""
 
     pieces: list[Piece]
@@ -133,7 +139,7 @@ class Chunker(ABC):
         return drafts
 
     @abstractmethod
-    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[Span]:
+    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[ChunkSpan]:
         """The chunks of one page's (or the whole text's) blocks, in order."""
 
     def _resolve(self, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -181,3 +187,11 @@ class Chunker(ABC):
                 f"chunking option {key!r} must be at least {spec.minimum:g}{upper}, not {value}"
             )
         return value
+
+
+def _unknown(name: str, known: list[str]) -> UnknownChunker:
+    return UnknownChunker(f"unknown chunking strategy {name!r}; known: {', '.join(known)}")
+
+
+CHUNKERS: Registry[type[Chunker]] = Registry("chunking strategy", unknown=_unknown)
+"""Strategy classes by name; each registers itself where it is defined."""

@@ -6,14 +6,20 @@ from collections.abc import Sequence
 
 from collections_app.ingestion.chunking.base import (
     CHUNK_TOKENS,
+    CHUNKERS,
     OVERLAP_TOKENS,
     Chunker,
-    Span,
+    ChunkSpan,
+)
+from collections_app.ingestion.chunking.document_structure import (
+    Block,
+    DocumentStructure,
+    line_spans,
 )
 from collections_app.ingestion.chunking.pieces import Piece
-from collections_app.ingestion.chunking.structure import Block, DocumentStructure, line_spans
 
 
+@CHUNKERS.register("fixed")
 class FixedChunker(Chunker):
     """Windows of ``chunk_tokens`` tokens, each starting ``chunk_tokens -
     chunk_overlap_tokens`` tokens after the one before, blind to structure.
@@ -25,7 +31,7 @@ class FixedChunker(Chunker):
     name = "fixed"
     options_spec = {"chunk_tokens": CHUNK_TOKENS, "chunk_overlap_tokens": OVERLAP_TOKENS}
 
-    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[Span]:
+    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[ChunkSpan]:
         text = structure.text
         lines = [span for b in blocks for span in line_spans(text, b.start, b.end)]
         windows = self.counter.windows(
@@ -37,7 +43,7 @@ class FixedChunker(Chunker):
             overlap=int(self.options["chunk_overlap_tokens"]),
         )
         return [
-            Span(
+            ChunkSpan(
                 pieces=[Piece(start=w.start, end=w.end, kind="window", tokens=w.tokens)],
                 metadata={},
             )

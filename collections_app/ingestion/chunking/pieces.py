@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from collections_app.ingestion.chunking.sentences import sentence_spans
-from collections_app.ingestion.chunking.structure import Block, line_spans
+from collections_app.ingestion.chunking.document_structure import Block, line_spans
+from collections_app.ingestion.chunking.sentence_split import sentence_spans
 from collections_app.ingestion.chunking.tokens import TokenCounter, TokenIndex, clean_cut, joinable
 
 

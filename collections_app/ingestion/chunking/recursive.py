@@ -6,14 +6,16 @@ from collections.abc import Sequence
 
 from collections_app.ingestion.chunking.base import (
     CHUNK_TOKENS,
+    CHUNKERS,
     OVERLAP_TOKENS,
     Chunker,
-    Span,
+    ChunkSpan,
 )
+from collections_app.ingestion.chunking.document_structure import Block, DocumentStructure
 from collections_app.ingestion.chunking.pieces import Piece, block_pieces, fit, measure, pack
-from collections_app.ingestion.chunking.structure import Block, DocumentStructure
 
 
+@CHUNKERS.register("recursive")
 class RecursiveChunker(Chunker):
     """The default strategy: keep the largest structural unit that fits the budget.
 
@@ -29,7 +31,7 @@ class RecursiveChunker(Chunker):
     name = "recursive"
     options_spec = {"chunk_tokens": CHUNK_TOKENS, "chunk_overlap_tokens": OVERLAP_TOKENS}
 
-    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[Span]:
+    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[ChunkSpan]:
         text = structure.text
         pieces = block_pieces(blocks)
         for piece in pieces:
@@ -39,7 +41,7 @@ class RecursiveChunker(Chunker):
         # up, so cut them all at once.
         fitted = fit(text, pieces, self.counter, index)
         groups = self._split(text, pieces, fitted, list(range(len(pieces))))
-        return [Span(pieces=group, metadata={}) for group in groups]
+        return [ChunkSpan(pieces=group, metadata={}) for group in groups]
 
     def _split(
         self, text: str, pieces: list[Piece], fitted: list[list[Piece]], indices: list[int]

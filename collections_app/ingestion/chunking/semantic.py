@@ -9,15 +9,17 @@ import numpy as np
 
 from collections_app.ingestion.chunking.base import (
     CHUNK_TOKENS,
+    CHUNKERS,
     Chunker,
+    ChunkSpan,
     InvalidChunkingOptions,
     Option,
-    Span,
 )
+from collections_app.ingestion.chunking.document_structure import Block, DocumentStructure
 from collections_app.ingestion.chunking.pieces import Piece, can_join, sentence_units
-from collections_app.ingestion.chunking.structure import Block, DocumentStructure
 
 
+@CHUNKERS.register("semantic")
 class SemanticChunker(Chunker):
     """Boundaries where adjacent sentences are least alike.
 
@@ -53,13 +55,13 @@ class SemanticChunker(Chunker):
                 f"than the chunk budget ({self.limit} tokens)"
             )
 
-    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[Span]:
+    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[ChunkSpan]:
         text = structure.text
         units = sentence_units(
             text, blocks, self.counter, self.limit, whole_kinds=frozenset({"code", "table"})
         )
         if len(units) < 2:
-            return [Span(pieces=units, metadata={})] if units else []
+            return [ChunkSpan(pieces=units, metadata={})] if units else []
         vectors = self.embedder.encode([text[u.start : u.end] for u in units])
         similarity = np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
         # A junction where pieces cannot share a chunk is a boundary whatever its meaning.
@@ -76,7 +78,7 @@ class SemanticChunker(Chunker):
             groups[-1].append(index)
         groups = [part for group in groups for part in self._bound(units, similarity, group)]
         merged = self._merge_small(units, forced, groups)
-        return [Span(pieces=[units[i] for i in group], metadata={}) for group in merged]
+        return [ChunkSpan(pieces=[units[i] for i in group], metadata={}) for group in merged]
 
     def _bound(
         self, units: list[Piece], similarity: np.ndarray, group: list[int]

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collections_app.ingestion.chunking.base import CHUNK_TOKENS, Chunker, Option, Span
+from collections_app.ingestion.chunking.base import (
+    CHUNK_TOKENS,
+    CHUNKERS,
+    Chunker,
+    ChunkSpan,
+    Option,
+)
+from collections_app.ingestion.chunking.document_structure import Block, DocumentStructure
 from collections_app.ingestion.chunking.pieces import pack, sentence_units
-from collections_app.ingestion.chunking.structure import Block, DocumentStructure
 
 
+@CHUNKERS.register("sentence")
 class SentenceChunker(Chunker):
     """Sentences (list items split into theirs, code and tables into lines) packed
     greedily; each chunk after the first repeats the last ``overlap_sentences``
@@ -22,9 +29,9 @@ class SentenceChunker(Chunker):
         ),
     }
 
-    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[Span]:
+    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[ChunkSpan]:
         text = structure.text
         units = sentence_units(text, blocks, self.counter, self.limit)
         overlap = int(self.options["overlap_sentences"])
         groups = pack(text, units, self.limit, overlap_pieces=overlap)
-        return [Span(pieces=group, metadata={}) for group in groups]
+        return [ChunkSpan(pieces=group, metadata={}) for group in groups]

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collections_app.ingestion.chunking.base import CHUNK_TOKENS, Chunker, Span
+from collections_app.ingestion.chunking.base import CHUNK_TOKENS, CHUNKERS, Chunker, ChunkSpan
+from collections_app.ingestion.chunking.document_structure import (
+    ATOMIC_KINDS,
+    Block,
+    DocumentStructure,
+)
 from collections_app.ingestion.chunking.pieces import Piece, block_pieces, fit, measure, pack
-from collections_app.ingestion.chunking.structure import ATOMIC_KINDS, Block, DocumentStructure
 
 SECTION_SEPARATOR = " > "
 
 
+@CHUNKERS.register("structural")
 class StructuralChunker(Chunker):
     """Chunks follow the document's structure.
 
@@ -27,7 +32,7 @@ class StructuralChunker(Chunker):
     name = "structural"
     options_spec = {"chunk_tokens": CHUNK_TOKENS}
 
-    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[Span]:
+    def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[ChunkSpan]:
         text = structure.text
         pieces = block_pieces(blocks)
         sections: list[list[Piece]] = []
@@ -56,7 +61,7 @@ class StructuralChunker(Chunker):
                 piece.kind = "lines"
         fitted = fit(text, pieces, self.counter, token_index)
         by_origin = {piece.origin: group for piece, group in zip(pieces, fitted, strict=True)}
-        spans: list[Span] = []
+        spans: list[ChunkSpan] = []
         for section, prefix in zip(sections, prefixes, strict=True):
             units = [q for piece in section for q in by_origin[piece.origin]]
             tokens = prefix_tokens.get(prefix, 0) if prefix else 0
@@ -65,6 +70,6 @@ class StructuralChunker(Chunker):
                 if group[0].oversized:
                     metadata["oversized_block"] = True
                 spans.append(
-                    Span(pieces=group, metadata=metadata, prefix=prefix, prefix_tokens=tokens)
+                    ChunkSpan(pieces=group, metadata=metadata, prefix=prefix, prefix_tokens=tokens)
                 )
         return spans

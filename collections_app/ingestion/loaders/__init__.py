@@ -7,46 +7,19 @@ Markdown-flavoured text out (:class:`~collections_app.ingestion.types.LoadedDocu
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from ..detect import detect_kind
 from ..limits import IngestionLimits
-from ..types import (
-    IngestionError,
-    LoadedDocument,
-    RawSource,
-    SourceLoadError,
-    SourceTooLarge,
-    UnsupportedSourceType,
-)
-from .base import format_bytes
+from ..types import IngestionError, LoadedDocument, RawSource, SourceLoadError, SourceTooLarge
+from .base import LOADERS, Loader, format_bytes
+
+# Each loader module registers its kinds in LOADERS when imported.
 from .docx import load_docx
 from .html import load_html
 from .pdf import load_pdf
 from .text import load_csv, load_markdown, load_text
 
 logger = logging.getLogger(__name__)
-
-Loader = Callable[..., LoadedDocument]
-"""``loader(raw, *, limits) -> LoadedDocument``."""
-
-LOADERS: dict[str, Loader] = {
-    "text": load_text,
-    "markdown": load_markdown,
-    "csv": load_csv,
-    "html": load_html,
-    "pdf": load_pdf,
-    "docx": load_docx,
-}
-
-
-def get_loader(kind: str) -> Loader:
-    """The loader registered for ``kind``; an unknown kind raises, listing the known ones."""
-    try:
-        return LOADERS[kind]
-    except KeyError:
-        known = ", ".join(sorted(LOADERS))
-        raise UnsupportedSourceType(f"no loader for {kind!r}; known: {known}") from None
 
 
 def load_document(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
@@ -66,7 +39,7 @@ def load_document(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     if size == 0:
         raise SourceLoadError("the file is empty")
     kind = detect_kind(raw)
-    loader = get_loader(kind)
+    loader = LOADERS.get(kind)
     try:
         return loader(raw, limits=limits)
     except IngestionError:
@@ -79,4 +52,14 @@ def load_document(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
         raise SourceLoadError(f"the {kind} file could not be read: {exc}") from exc
 
 
-__all__ = ["LOADERS", "Loader", "get_loader", "load_document"]
+__all__ = [
+    "LOADERS",
+    "Loader",
+    "load_csv",
+    "load_document",
+    "load_docx",
+    "load_html",
+    "load_markdown",
+    "load_pdf",
+    "load_text",
+]

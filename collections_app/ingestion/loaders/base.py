@@ -1,14 +1,31 @@
-"""Helpers shared by the loaders: decoding, newline normalisation, sizes."""
+"""What the loaders share: their registry, decoding, newline normalisation, sizes."""
 
 from __future__ import annotations
 
 import codecs
 import datetime as dt
 import re
-from typing import Any
+from typing import Any, Protocol
+
+from ragsite.registry import Registry
 
 from ..detect import bom_encoding
-from ..types import RawSource, SourceLoadError
+from ..limits import IngestionLimits
+from ..types import LoadedDocument, RawSource, SourceLoadError, UnsupportedSourceType
+
+
+class Loader(Protocol):
+    """``loader(raw, *, limits) -> LoadedDocument``: one source kind's bytes to text."""
+
+    def __call__(self, raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument: ...
+
+
+def _unsupported(kind: str, known: list[str]) -> UnsupportedSourceType:
+    return UnsupportedSourceType(f"no loader for {kind!r}; known: {', '.join(known)}")
+
+
+LOADERS: Registry[Loader] = Registry("loader", unknown=_unsupported)
+"""Loaders by the source kind :func:`..detect.detect_kind` names; each registers itself."""
 
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.I)
 _NEWLINES = re.compile(r"\r\n?|\u2028|\u2029")

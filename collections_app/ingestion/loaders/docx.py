@@ -16,7 +16,7 @@ from lxml import etree
 from ..detect import MIME_BY_KIND
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, RawSource, SourceLoadError, SourceTooLarge
-from .base import format_bytes, squeeze_blank_lines
+from .base import LOADERS, format_bytes, squeeze_blank_lines
 
 _W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _NS = {
@@ -64,6 +64,7 @@ def read_member(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
     return data
 
 
+@LOADERS.register("docx")
 def load_docx(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     """Word document text, with headings as ``#`` lines and tables as ``|`` rows."""
     try:

@@ -20,7 +20,7 @@ from lxml import etree
 from ..detect import MIME_BY_KIND, bom_encoding
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, RawSource
-from .base import declared_charset, squeeze_blank_lines
+from .base import LOADERS, declared_charset, squeeze_blank_lines
 from .html_hidden import Element, apply_hiding_rules, drop_tree, remove_hidden
 
 # Never part of the readable content, and never worth keeping as hidden text either.
@@ -52,6 +52,7 @@ _FIND_MAIN = etree.XPath("(//main | //*[@role='main'])[1]")
 _WITH_ROLE = etree.XPath(".//*[@role]")
 
 
+@LOADERS.register("html")
 def load_html(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     """Main content of an HTML page; hidden elements and comments go to ``hidden_texts``."""
     markup, warnings = _decode(raw)

@@ -11,12 +11,13 @@ from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 from ..detect import MIME_BY_KIND
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, PageSpan, RawSource, SourceLoadError, SourceTooLarge
-from .base import normalise_newlines, squeeze_blank_lines
+from .base import LOADERS, normalise_newlines, squeeze_blank_lines
 
 logger = logging.getLogger(__name__)
 _PAGE_SEPARATOR = "\n\n"
 
 
+@LOADERS.register("pdf")
 def load_pdf(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     """Text of every page, joined by blank lines, with each page's character range.
 

@@ -13,13 +13,14 @@ from markdown_it import MarkdownIt
 from ..detect import MIME_BY_KIND, name_hint
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, RawSource, SourceLoadError
-from .base import decode_text, jsonable
+from .base import LOADERS, decode_text, jsonable
 
 _TITLE_CHARS = 200
 _CSV_SAMPLE_CHARS = 64 * 1024
 _CSV_DELIMITERS = ",;\t|"
 
 
+@LOADERS.register("text")
 def load_text(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     """Plain text, kept as written; the title is its first non-empty line."""
     text = decode_text(raw)
@@ -32,6 +33,7 @@ def load_text(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     )
 
 
+@LOADERS.register("markdown")
 def load_markdown(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     """Markdown: YAML front matter becomes metadata; headings are rewritten as ``#`` lines.
 
@@ -87,6 +89,7 @@ def _normalise_headings(markdown: str) -> tuple[str, list[str]]:
     return "\n".join(lines), headings
 
 
+@LOADERS.register("csv")
 def load_csv(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     """CSV: each row becomes one paragraph ``Col: value; Col: value``.
 

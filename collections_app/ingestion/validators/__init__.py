@@ -7,36 +7,18 @@ or unreadable text, limits) make the source fail whatever the verdict.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from ..limits import IngestionLimits
-from ..types import IngestionError, LoadedDocument, Signal, ValidationResult
-from .injection import STRONG, WEAK, check_injection
-from .integrity import check_integrity
+from ..types import LoadedDocument, Signal, ValidationResult
+from .base import VALIDATORS, UnknownValidator, Validator
 
-Validator = Callable[[LoadedDocument, IngestionLimits], tuple[list[Signal], list[str]]]
-"""``validator(doc, limits) -> (signals, errors)``."""
+# Each validator module registers itself in VALIDATORS when imported.
+from .injection import PROMPT_INJECTION, STRONG, WEAK
+from .integrity import CONTENT_INTEGRITY
 
 Verdict = Literal["clean", "suspicious", "rejected"]
-
-VALIDATORS: dict[str, Validator] = {
-    "content-integrity": check_integrity,
-    "prompt-injection": check_injection,
-}
-
-
-class UnknownValidator(IngestionError):
-    """No validator has that name; the message lists the known ones."""
-
-
-def get_validator(name: str) -> Validator:
-    """The validator registered as ``name``; an unknown name raises, listing the known ones."""
-    try:
-        return VALIDATORS[name]
-    except KeyError:
-        known = ", ".join(sorted(VALIDATORS))
-        raise UnknownValidator(f"unknown validator {name!r}; known: {known}") from None
 
 
 def verdict_for(signals: Sequence[Signal]) -> Verdict:
@@ -59,11 +41,10 @@ def validate_document(
     signals: list[Signal] = []
     errors: list[str] = []
     for name in validators if validators is not None else list(VALIDATORS):
-        validator = get_validator(name)
-        if name == "prompt-injection" and len(doc.text) > limits.max_text_chars:
-            # The source fails on its size anyway; scanning it would only cost time.
+        validator = VALIDATORS.get(name)
+        if validator.skips_oversized_text and len(doc.text) > limits.max_text_chars:
             continue
-        found_signals, found_errors = validator(doc, limits)
+        found_signals, found_errors = validator.check(doc, limits)
         signals += found_signals
         errors += found_errors
     verdict = verdict_for(signals)
@@ -71,10 +52,11 @@ def validate_document(
 
 
 __all__ = [
+    "CONTENT_INTEGRITY",
+    "PROMPT_INJECTION",
     "VALIDATORS",
     "UnknownValidator",
     "Validator",
-    "get_validator",
     "validate_document",
     "verdict_for",
 ]

@@ -16,6 +16,7 @@ from bisect import bisect_right
 
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, Signal
+from .base import VALIDATORS, Validator
 from .patterns import (
     ADDRESSED_TO_AI,
     AI_MENTION,
@@ -74,6 +75,11 @@ def check_injection(doc: LoadedDocument, limits: IngestionLimits) -> tuple[list[
     signals += _encoded_payloads(text)
     signals += _hidden(doc)
     return _capped(signals), []
+
+
+PROMPT_INJECTION = VALIDATORS.add(
+    "prompt-injection", Validator(check=check_injection, skips_oversized_text=True)
+)
 
 
 def _visible_instructions(text: str) -> list[Signal]:

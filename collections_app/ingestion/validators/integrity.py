@@ -7,6 +7,7 @@ import re
 from ..limits import IngestionLimits
 from ..loaders.base import format_bytes
 from ..types import LoadedDocument, Signal
+from .base import VALIDATORS, Validator
 
 # Above this share of U+FFFD the text is unreadable (wrong encoding, broken font maps).
 MAX_REPLACEMENT_SHARE = 0.3
@@ -47,3 +48,6 @@ def check_integrity(doc: LoadedDocument, limits: IngestionLimits) -> tuple[list[
             f"{format_bytes(limits.max_decompressed_bytes)}"
         )
     return [], errors
+
+
+CONTENT_INTEGRITY = VALIDATORS.add("content-integrity", Validator(check=check_integrity))

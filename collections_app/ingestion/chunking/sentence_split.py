@@ -15,7 +15,7 @@ import re
 
 import pysbd
 
-from collections_app.ingestion.chunking.structure import strip_span
+from collections_app.ingestion.chunking.document_structure import strip_span
 
 _SEGMENTER = pysbd.Segmenter(language="en", clean=False)
 # Text where a sentence could end before more text: without one, a paragraph
