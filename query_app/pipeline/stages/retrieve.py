@@ -87,11 +87,13 @@ class RetrieveStage(Stage):
             probe_details.append({"candidates": len(result.candidates), **result.details})
             step.warnings += result.warnings
         details.update(
-            mode=o.retrieval.mode,
-            legs=list(legs),
-            candidate_k=o.candidate_k,
-            candidates=sum(len(c) for c in per_probe),
-            per_probe=probe_details,
+            {
+                "mode": o.retrieval.mode,
+                "legs": list(legs),
+                "candidate_k": o.candidate_k,
+                "candidates": sum(len(c) for c in per_probe),
+                "per_probe": probe_details,
+            }
         )
         step.details.update(details)
         return state.with_(per_probe=tuple(per_probe))

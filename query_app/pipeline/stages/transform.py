@@ -48,7 +48,12 @@ class TransformStage(Stage):
             details["model_calls"] = state.chat_calls - calls_before
             step.warnings += result.warnings
         details.update(
-            transform=o.kind, kind=result.kind, source=result.source, probes=result.probes
+            {
+                "transform": o.kind,
+                "kind": result.kind,
+                "source": result.source,
+                "probes": result.probes,
+            }
         )
         step.details.update(details)
         return state.with_(probes=tuple(result.probes), probe_kind=result.kind)
