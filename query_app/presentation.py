@@ -21,9 +21,6 @@ from query_app.pipeline.stages import STAGES
 
 MARKER = re.compile(r"\[(\d{1,3})\]")
 
-# Details shown as a numbered list rather than a comma-joined value.
-LIST_KEYS = {"probes", "variants", "unsupported", "parsed_ids"}
-
 
 def answer_html(
     text: str, *, markers: Iterable[int], link: Callable[[int], str], target: str
@@ -129,16 +126,20 @@ def _table(title: str, items: list[Mapping[str, Any]], cited: Mapping[str, int])
 
 
 def _collect(
-    row: StageRow, details: Mapping[str, Any], cited: Mapping[str, int], prefix: str = ""
+    row: StageRow,
+    details: Mapping[str, Any],
+    cited: Mapping[str, int],
+    listed: frozenset[str],
+    prefix: str = "",
 ) -> None:
     for key, value in details.items():
         name = f"{prefix}{key}"
         if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
             row.tables.append(_table(name, value, cited))
-        elif isinstance(value, list) and (key in LIST_KEYS or any(len(str(v)) > 40 for v in value)):
+        elif isinstance(value, list) and (key in listed or any(len(str(v)) > 40 for v in value)):
             row.lists.append((name, [_plain(v) for v in value]))
         elif isinstance(value, Mapping) and not prefix:
-            _collect(row, value, cited, prefix=f"{name}.")
+            _collect(row, value, cited, listed, prefix=f"{name}.")
         else:
             row.facts.append((name, _plain(value)))
 
@@ -178,7 +179,9 @@ def trace_rows(
             summary=summary,
             warnings=[str(w) for w in step.get("warnings") or []],
         )
-        _collect(row, details, cited or {})
+        stage = str(step.get("stage"))
+        listed = STAGES.get(stage).listed if stage in STAGES else frozenset()
+        _collect(row, details, cited or {}, listed)
         rows.append(row)
     return rows
 

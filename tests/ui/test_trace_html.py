@@ -9,13 +9,13 @@ EVIL = '<script>alert("t")</script>'
 
 def test_every_part_of_the_trace_is_escaped():
     trace = [
+        {"stage": "transform", "duration_ms": 0.5, "details": {"probes": [f"probe {EVIL}"]}},
         {
             "stage": "retrieve",
             "duration_ms": 12.345,
             "warnings": [f"warning {EVIL}"],
             "details": {
                 "mode": EVIL,
-                "probes": [f"probe {EVIL}"],
                 "candidates": [{"chunk_id": "abc", "note": EVIL, "legs": {"vector": {"rank": 1}}}],
             },
         },

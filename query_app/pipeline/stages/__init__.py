@@ -7,8 +7,6 @@ plus its test.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from query_app.exceptions import UnknownStage
 from query_app.pipeline.stages.assemble import AssembleStage
 from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
@@ -20,7 +18,7 @@ from query_app.pipeline.stages.retrieve import RetrieveStage
 from query_app.pipeline.stages.transform import TransformStage
 from ragsite.registry import Registry
 
-STAGES: Registry[Callable[[], Stage]] = Registry("stage", unknown=UnknownStage)
+STAGES: Registry[type[Stage]] = Registry("stage", unknown=UnknownStage)
 for _stage in (
     TransformStage,
     RetrieveStage,

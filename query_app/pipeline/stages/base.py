@@ -94,6 +94,8 @@ class Stage:
     # The stage's output depends only on the question, its options and the
     # collection's index: it may be served from the retrieval cache.
     cacheable: ClassVar[bool] = False
+    # Detail keys whose lists the trace shows as numbered lists, not comma-joined values.
+    listed: ClassVar[frozenset[str]] = frozenset()
     node: str = field(default="")
 
     def check(self, check: StageCheck) -> None:

@@ -23,6 +23,7 @@ class GroundednessDetails(TypedDict, total=False):
 
 class GroundednessStage(Stage):
     name = "groundedness"
+    listed = frozenset({"unsupported"})
 
     def chat_use(self, options: QueryOptions) -> str:
         o = options.groundedness

@@ -29,6 +29,7 @@ class RerankDetails(TypedDict, total=False):
 
 class RerankStage(Stage):
     name = "rerank"
+    listed = frozenset({"parsed_ids"})
 
     def check(self, check: StageCheck) -> None:
         o = check.options.rerank

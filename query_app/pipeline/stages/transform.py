@@ -23,6 +23,7 @@ class TransformDetails(TypedDict, total=False):
 
 class TransformStage(Stage):
     name = "transform"
+    listed = frozenset({"probes", "variants"})
     cacheable = True
 
     def chat_use(self, options: QueryOptions) -> str:
