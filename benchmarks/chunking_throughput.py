@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
-import sys
 import sysconfig
 import time
 from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+from _django import django_setup
 
 
 def documentation_text(target_chars: int) -> str:
@@ -63,9 +60,7 @@ def main() -> None:
     parser.add_argument("--semantic-kb", type=int, default=100, help="slice for semantic, in kB")
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
+    django_setup()
     from collections_app.embedding import get_embedder
     from collections_app.ingestion.chunking import CHUNKERS, get_chunker
     from collections_app.ingestion.types import LoadedDocument

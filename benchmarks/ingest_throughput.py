@@ -15,11 +15,11 @@ import argparse
 import os
 import resource
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _django import django_setup
+
 DOCS = Path("/usr/share/doc/postgresql-doc-15/html")
 
 
@@ -40,12 +40,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="ingest only the first N pages")
     args = parser.parse_args()
     ensure_corpus()
-    os.environ.setdefault("RAGSITE_DB_NAME", "ragsite_bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(db_name="ragsite_bench")
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)

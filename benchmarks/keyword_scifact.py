@@ -18,12 +18,12 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import statistics
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from _django import django_setup
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "scifact"
@@ -122,12 +122,7 @@ def main() -> None:
         help="keyword_pool sizes to measure BM25 with",
     )
     args = parser.parse_args()
-    os.environ.setdefault("RAGSITE_DB_NAME", "ragsite_bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(db_name="ragsite_bench")
     from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

@@ -28,12 +28,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
+from _django import django_setup
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT.parent / "shared" / "eval"
@@ -117,12 +116,7 @@ def main() -> None:
         "--extra", type=int, default=100, help="random unjudged abstracts added per corpus"
     )
     args = parser.parse_args()
-    os.environ.setdefault("RAGSITE_DB_NAME", "ragsite_bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(db_name="ragsite_bench")
 
     scifact_corpus = load_jsonl(EVAL / "scifact" / "corpus.jsonl")
     scifact_rels = [

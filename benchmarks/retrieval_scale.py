@@ -27,11 +27,11 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _django import django_setup
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/postgresql-doc-15/html")
@@ -40,12 +40,7 @@ QUERIES = 200
 
 
 def setup_django() -> None:
-    os.environ.setdefault("RAGSITE_DB_NAME", "ragsite_bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(db_name="ragsite_bench")
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from _django import django_setup
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "scifact"
 PROFILES = {"fast": "fast", "hybrid": "fast:retrieval.mode=hybrid"}
@@ -51,15 +53,10 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=300, help="chunks of each ranking scored")
     args = parser.parse_args()
 
-    os.environ.setdefault("RAGSITE_DB_NAME", "ragsite_scifact")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
     # Deployment limits sized for a deep ranking (recall@100 needs 100 documents).
     os.environ["RAG_MAX_TOP_N"] = str(max(args.depth, 50))
     os.environ["RAG_MAX_CANDIDATE_K"] = str(max(args.depth, 1000))
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(db_name="ragsite_scifact")
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)

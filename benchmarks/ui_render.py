@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _django import django_setup
+
 SLUG = "bench-ui"
 PER_SOURCE = 100
 WORDS = [
@@ -218,12 +217,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args()
-    os.environ.setdefault("RAGSITE_DB_NAME", "ragsite_bench")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(db_name="ragsite_bench")
     from django.conf import settings
     from django.core.cache import cache
     from django.core.management import call_command
