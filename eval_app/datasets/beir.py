@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from eval_app.datasets.corpus import content_hash
+from eval_app.datasets.corpus_files import content_hash
 from eval_app.datasets.types import (
     DatasetError,
     DatasetProblem,

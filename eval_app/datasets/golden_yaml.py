@@ -40,7 +40,7 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from eval_app.datasets.corpus import content_hash, corpus_resolve
+from eval_app.datasets.corpus_files import content_hash, corpus_refs_check, corpus_resolve
 from eval_app.datasets.types import (
     DEFAULT_GRADE,
     MAX_GRADE,
@@ -265,7 +265,7 @@ def dataset_load(path: Path, *, check_corpus: bool = True) -> GoldenDataset:
     Raises ``DatasetError`` listing every problem (file, line, case id and field):
     malformed YAML, unknown keys, missing or mistyped fields, duplicate case ids and,
     when ``check_corpus`` is true, corpus entries that resolve to nothing and refs
-    that match no corpus file (``dataset.check()`` reports those without raising).
+    that match no corpus file (``dataset_check`` reports those without raising).
     """
     path = Path(path)
     try:
@@ -288,7 +288,7 @@ def dataset_load(path: Path, *, check_corpus: bool = True) -> GoldenDataset:
     finally:
         loader.dispose()
     if check_corpus:
-        problems = dataset.check()
+        problems = corpus_refs_check(dataset)
         if problems:
             raise DatasetError(problems)
     return dataset

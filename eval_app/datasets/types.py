@@ -1,7 +1,9 @@
 """What a golden dataset is once loaded: cases, graded relevance and their problems.
 
 Both loaders (the YAML golden format and the BEIR import) produce these objects, so
-the evaluation harness never cares where a dataset came from.
+the evaluation harness never cares where a dataset came from. This module is the
+package's floor: it imports nothing from ``eval_app.datasets``; resolving and checking
+a dataset's corpus live in ``corpus_files`` and ``checks``.
 """
 
 from __future__ import annotations
@@ -167,34 +169,6 @@ class GoldenDataset:
     corpus: tuple[CorpusEntry, ...]
     cases: tuple[GoldenCase, ...]
     content_hash: str
-
-    def corpus_paths(self) -> list[Path]:
-        """The corpus as sorted, absolute file paths; raises ``DatasetError`` when an
-        entry resolves to nothing. A BEIR dataset's corpus is written out by
-        ``beir_materialise`` first."""
-        from eval_app.datasets.corpus import corpus_resolve
-
-        if self.format == "beir":
-            raise DatasetError(
-                [
-                    DatasetProblem(
-                        path=self.path,
-                        message="a BEIR corpus is corpus.jsonl; write its documents out "
-                        "with beir_materialise() and ingest the files it returns",
-                    )
-                ]
-            )
-        paths, problems = corpus_resolve(self)
-        if problems:
-            raise DatasetError(problems)
-        return paths
-
-    def check(self) -> list[DatasetProblem]:
-        """Problems with the corpus and the cases' refs, without raising: corpus
-        entries that resolve to nothing, refs that match no corpus file or several."""
-        from eval_app.datasets.corpus import dataset_check
-
-        return dataset_check(self)
 
     def case(self, case_id: str) -> GoldenCase:
         """The case with that id; ``KeyError`` lists a few known ids otherwise."""

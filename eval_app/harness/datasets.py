@@ -11,7 +11,14 @@ from pathlib import Path
 import yaml
 from django.conf import settings
 
-from eval_app.datasets import DatasetError, DatasetProblem, GoldenDataset, beir_load, dataset_load
+from eval_app.datasets import (
+    DatasetError,
+    DatasetProblem,
+    GoldenDataset,
+    beir_load,
+    dataset_corpus_paths,
+    dataset_load,
+)
 from eval_app.datasets import beir_materialise as _beir_materialise
 
 
@@ -50,7 +57,7 @@ def eval_dataset_load(*, path: Path, beir: bool = False, limit: int | None = Non
             [DatasetProblem(path=path, message="--limit applies to BEIR datasets only")]
         )
     dataset = dataset_load(path)
-    return LoadedDataset(dataset=dataset, files=dataset.corpus_paths())
+    return LoadedDataset(dataset=dataset, files=dataset_corpus_paths(dataset))
 
 
 def known_datasets(directory: Path | None = None) -> list[Path]:

@@ -24,7 +24,11 @@ from collections_app.ingestion.types import IngestionError
 from eval_app.datasets import DatasetError
 from eval_app.harness.aggregate import ResultRecord, summarise
 from eval_app.harness.cases import CaseOutcome, Judge, case_evaluate
-from eval_app.harness.corpus import corpus_sync, eval_collection_get_or_create, eval_principal
+from eval_app.harness.corpus_ingest import (
+    corpus_sync,
+    eval_collection_get_or_create,
+    eval_principal,
+)
 from eval_app.harness.datasets import LoadedDataset, code_version, eval_dataset_load
 from eval_app.harness.profiles import ProfilePlan, profile_specs_parse, profiles_plan
 from eval_app.harness.types import (

@@ -13,6 +13,8 @@ from eval_app.datasets import (
     beir_load,
     beir_materialise,
     beir_ref,
+    dataset_check,
+    dataset_corpus_paths,
     ref_matches,
 )
 
@@ -108,7 +110,7 @@ def test_a_judgment_naming_a_missing_document_is_an_error(tmp_path):
     directory = write_beir(tmp_path / "tiny", qrels=[*QRELS, ("q2", "d404", 1)])
     with pytest.raises(DatasetError, match=r"case 'q2', field 'relevant': the ref 'd404\.txt'"):
         beir_load(directory)
-    assert len(beir_load(directory, check_corpus=False).check()) == 1
+    assert len(dataset_check(beir_load(directory, check_corpus=False))) == 1
 
 
 def test_an_unknown_split_lists_the_known_ones(tmp_path):
@@ -132,7 +134,7 @@ def test_broken_lines_are_reported_with_their_line(tmp_path):
 def test_a_beir_corpus_is_ingested_through_its_materialised_files(tmp_path):
     dataset = beir_load(write_beir(tmp_path / "tiny"))
     with pytest.raises(DatasetError, match="beir_materialise"):
-        dataset.corpus_paths()
+        dataset_corpus_paths(dataset)
 
 
 def test_file_names_never_hide_a_document():

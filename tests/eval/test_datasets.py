@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from eval_app.datasets import DatasetError, dataset_load, ref_matches
+from eval_app.datasets import (
+    DatasetError,
+    dataset_check,
+    dataset_corpus_paths,
+    dataset_load,
+    ref_matches,
+)
 
 
 @pytest.fixture
@@ -65,15 +71,15 @@ def test_a_valid_dataset_loads_with_grades_and_defaults(corpus):
 
 def test_the_corpus_resolves_to_absolute_files_without_hidden_ones(corpus):
     dataset = dataset_load(write(corpus, VALID))
-    names = [path.relative_to(corpus / "docs").as_posix() for path in dataset.corpus_paths()]
+    names = [path.relative_to(corpus / "docs").as_posix() for path in dataset_corpus_paths(dataset)]
     assert names == ["faq.md", "guide/install.md", "guide/preinstall.md", "prices.csv"]
-    assert all(path.is_absolute() for path in dataset.corpus_paths())
+    assert all(path.is_absolute() for path in dataset_corpus_paths(dataset))
 
 
 def test_globs_and_the_whole_folder_exclude_the_dataset_file(corpus):
     text = VALID.replace("corpus: docs/", 'corpus: [".", "docs/**/*.csv"]')
     dataset = dataset_load(write(corpus, text))
-    paths = dataset.corpus_paths()
+    paths = dataset_corpus_paths(dataset)
     assert corpus / "dataset.yaml" not in paths
     assert (corpus / "docs" / "prices.csv").resolve() in paths
 
@@ -250,7 +256,7 @@ def test_check_reports_corpus_problems_without_raising(corpus):
         """,
     )
     dataset = dataset_load(path, check_corpus=False)
-    messages = [problem.message for problem in dataset.check()]
+    messages = [problem.message for problem in dataset_check(dataset)]
     assert messages[0].startswith("'missing.md' does not exist")
     assert messages[1].startswith("the glob '*.pdf' matches no file")
     # "stall.md" is not a path-boundary suffix of "install.md".
@@ -258,7 +264,7 @@ def test_check_reports_corpus_problems_without_raising(corpus):
     assert messages[3].startswith("the ref 'faq.md' matches 2 corpus files")
     assert len(messages) == 4  # "more/faq.md" names one file: fine
     with pytest.raises(DatasetError, match=r"'missing\.md' does not exist"):
-        dataset.corpus_paths()
+        dataset_corpus_paths(dataset)
 
 
 def test_an_unreadable_dataset_file_is_a_dataset_error(tmp_path):

@@ -11,7 +11,13 @@ import pytest
 from bs4 import BeautifulSoup
 from pypdf import PdfReader
 
-from eval_app.datasets import GoldenCase, dataset_load, ref_matches
+from eval_app.datasets import (
+    GoldenCase,
+    dataset_check,
+    dataset_corpus_paths,
+    dataset_load,
+    ref_matches,
+)
 from eval_app.metrics import expected_substring_match
 
 GOLDEN = Path(__file__).resolve().parents[2] / "eval" / "golden" / "dataset.yaml"
@@ -50,13 +56,13 @@ def relevant_files(dataset, case: GoldenCase) -> list[Path]:
         path
         for ref in case.relevant
         if ref.grade >= 1
-        for path in dataset.corpus_paths()
+        for path in dataset_corpus_paths(dataset)
         if ref_matches(ref.source, path.as_posix())
     ]
 
 
 def test_the_shipped_dataset_is_large_varied_and_resolves(dataset):
-    files = dataset.corpus_paths()
+    files = dataset_corpus_paths(dataset)
     assert len(files) >= 30
     assert len(dataset.cases) >= 80
     kinds = Counter(path.suffix for path in files)
@@ -64,7 +70,7 @@ def test_the_shipped_dataset_is_large_varied_and_resolves(dataset):
     assert kinds[".pdf"] >= 3
     assert set(dataset.tags) >= REQUIRED_TAGS
     # Every ref names exactly one corpus file (dataset_load checked; say it here too).
-    assert dataset.check() == []
+    assert dataset_check(dataset) == []
     assert sum(path.stat().st_size for path in files) < 2 * 1024 * 1024
 
 
@@ -92,7 +98,7 @@ def test_expected_substrings_occur_in_a_relevant_document(dataset):
 
 
 def test_pdfs_have_a_text_layer_and_some_answers_are_past_page_one(dataset):
-    pdfs = [path for path in dataset.corpus_paths() if path.suffix == ".pdf"]
+    pdfs = [path for path in dataset_corpus_paths(dataset) if path.suffix == ".pdf"]
     assert all(all(text.strip() for text in pages(path)) for path in pdfs)
     assert any(len(pages(path)) >= 3 for path in pdfs)
     later_page_cases = []

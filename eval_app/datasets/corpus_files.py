@@ -1,4 +1,4 @@
-"""Resolving a dataset's corpus to files, checking refs against it and hashing it."""
+"""A dataset's corpus files: resolving its entries to files, checking refs and hashing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from eval_app.datasets.types import DatasetProblem, GoldenDataset, ref_matches
+from eval_app.datasets.types import DatasetError, DatasetProblem, GoldenDataset, ref_matches
 
 _GLOB_CHARS = frozenset("*?[")
 _HASH_BLOCK = 1 << 20
@@ -87,17 +87,32 @@ def corpus_resolve(dataset: GoldenDataset) -> tuple[list[Path], list[DatasetProb
     return sorted(found), problems
 
 
-def dataset_check(dataset: GoldenDataset) -> list[DatasetProblem]:
-    """Every problem of the dataset against its corpus, without raising.
-
-    For a YAML dataset: corpus entries that resolve to nothing, and refs that match
-    no corpus file or more than one (an ambiguous ref would make recall count one
-    document for two). For a BEIR dataset: refs naming no document of corpus.jsonl.
-    """
+def dataset_corpus_paths(dataset: GoldenDataset) -> list[Path]:
+    """The corpus as sorted, absolute file paths; raises ``DatasetError`` when an entry
+    resolves to nothing. A BEIR dataset's corpus is written out by ``beir_materialise``
+    first."""
     if dataset.format == "beir":
-        from eval_app.datasets.beir import beir_check
+        raise DatasetError(
+            [
+                DatasetProblem(
+                    path=dataset.path,
+                    message="a BEIR corpus is corpus.jsonl; write its documents out "
+                    "with beir_materialise() and ingest the files it returns",
+                )
+            ]
+        )
+    paths, problems = corpus_resolve(dataset)
+    if problems:
+        raise DatasetError(problems)
+    return paths
 
-        return beir_check(dataset)
+
+def corpus_refs_check(dataset: GoldenDataset) -> list[DatasetProblem]:
+    """A YAML dataset's problems against its corpus files, without raising.
+
+    Corpus entries that resolve to nothing, and refs that match no corpus file or
+    more than one (an ambiguous ref would make recall count one document for two).
+    """
     paths, problems = corpus_resolve(dataset)
     locations = [path.as_posix() for path in paths]
     for case in dataset.cases:
