@@ -15,7 +15,7 @@ app = Celery("ragsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-BROKER_FOLDER_OPTIONS = ("data_folder_in", "data_folder_out", "processed_folder")
+BROKER_FOLDER_OPTIONS = ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
 
 
 @celeryd_init.connect

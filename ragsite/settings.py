@@ -171,6 +171,8 @@ if CELERY_EMBEDDED_BROKER:
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # The exchange table; kombu's default is ./control in whatever folder runs.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
