@@ -58,8 +58,8 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def _insert(corpus: list[dict], slug: str):  # type: ignore[no-untyped-def]
-    from collections_app.keyword_stats import collection_term_stats_refresh
     from collections_app.models import Chunk, Collection, Source
+    from collections_app.search_index import collection_term_stats_refresh
 
     started = time.perf_counter()
     collection = Collection.objects.create(name="SciFact (benchmark)", slug=slug)

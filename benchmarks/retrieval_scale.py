@@ -97,10 +97,9 @@ def build(size: int, texts: list[str], vectors: np.ndarray) -> object:
     from django.db import connection
 
     from collections_app.ingestion.storage import chunk_statistics_refresh
-    from collections_app.keyword_stats import collection_term_stats_refresh
     from collections_app.models import Collection, Source
+    from collections_app.search_index import collection_term_stats_refresh, vector_index_ensure
     from collections_app.services import collection_create, collection_delete
-    from collections_app.vector_index import vector_index_ensure
 
     slug = f"bench-{size}"
     existing = Collection.objects.filter(slug=slug).first()
@@ -224,7 +223,7 @@ def explain(collection: object, query: str) -> None:
     from django.test.utils import CaptureQueriesContext
 
     from collections_app.embedding import get_embedder
-    from collections_app.vector_index import vector_distance_sql, vector_index_predicate
+    from collections_app.search_index import vector_distance_sql, vector_index_predicate
     from query_app.pipeline.keyword import keyword_search
     from query_app.pipeline.options import RetrievalOptions
 
@@ -260,7 +259,7 @@ def hnsw_recall(collection: object, queries: list[str], k: int = 10) -> float:
     from django.db import connection, transaction
 
     from collections_app.embedding import get_embedder
-    from collections_app.vector_index import vector_distance_sql, vector_index_predicate
+    from collections_app.search_index import vector_distance_sql, vector_index_predicate
 
     vectors = get_embedder().encode(queries)
     dims = vectors.shape[1]

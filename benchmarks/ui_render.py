@@ -106,10 +106,9 @@ def build_collection(n_chunks: int):  # type: ignore[no-untyped-def]
 
     from collections_app.embedding import get_embedder
     from collections_app.ingestion.storage import chunk_statistics_refresh
-    from collections_app.keyword_stats import collection_term_stats_refresh
     from collections_app.models import Chunk, Collection, Source
+    from collections_app.search_index import collection_term_stats_refresh, vector_index_ensure
     from collections_app.services import collection_create, collection_delete
-    from collections_app.vector_index import vector_index_ensure
 
     users = get_user_model()
     user = users.objects.filter(username="bench-ui").first() or users.objects.create_user(

@@ -8,9 +8,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
-# The text-search configuration of the keyword leg; the generated tsvector column
-# and every tsquery must use the same one.
-TEXT_SEARCH_CONFIG = "english"
+from collections_app.search_index import TEXT_SEARCH_CONFIG
 
 
 class Collection(models.Model):
@@ -152,7 +150,7 @@ class Chunk(models.Model):
     token_count = models.PositiveIntegerField(default=0)
     metadata = models.JSONField(default=dict, blank=True)
     # No fixed dimension: each collection gets its own partial HNSW index over
-    # embedding::vector(d) (collections_app.vector_index), so collections of
+    # embedding::vector(d) (collections_app.search_index.ddl), so collections of
     # different dimensions all stay index-backed.
     embedding = VectorField(null=True, blank=True)
     search_vector = models.GeneratedField(
@@ -312,7 +310,7 @@ class TermStat(models.Model):
     """Document frequency of one lexeme in one collection (for BM25-style IDF).
 
     Refreshed from the chunks' tsvectors after every ingestion that changed
-    chunks (``collections_app.keyword_stats.collection_term_stats_refresh``).
+    chunks (``collections_app.search_index.collection_term_stats_refresh``).
     """
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="term_stats")

@@ -39,9 +39,8 @@ from collections_app.ingestion.types import (
     RawSource,
 )
 from collections_app.ingestion.validators import validate_document
-from collections_app.keyword_stats import collection_term_stats_refresh
 from collections_app.models import Chunk, Collection, IngestionJob, Provenance, Source
-from collections_app.vector_index import vector_index_ensure
+from collections_app.search_index import collection_term_stats_refresh, vector_index_ensure
 
 logger = logging.getLogger(__name__)
 

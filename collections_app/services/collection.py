@@ -10,7 +10,7 @@ from django.db.models import F
 from django.utils.text import slugify
 
 from collections_app.models import Collection, CollectionMembership
-from collections_app.vector_index import vector_index_drop
+from collections_app.search_index import vector_index_drop
 
 
 class CollectionExists(Exception):

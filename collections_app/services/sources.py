@@ -77,7 +77,7 @@ def source_remove(*, source: Source) -> None:
     source.delete()
     manifest_save(collection=collection, manifest=manifest)
     collection_index_bump(collection_id=collection.pk)
-    from collections_app.keyword_stats import collection_term_stats_refresh
+    from collections_app.search_index import collection_term_stats_refresh
 
     collection_term_stats_refresh(collection=collection)
 

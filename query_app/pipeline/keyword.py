@@ -5,29 +5,58 @@ finds nothing for most of them) and a score that knows how rare a term is and
 how long a chunk is. Exact intent still matters: quoted phrases, codes such as
 ``ERR-4471`` and ``-excluded`` words from the websearch syntax must hold.
 
-The work is bounded whatever the collection size: the GIN index matches an OR
-of the question's rarest lexemes, chosen so that their summed document
-frequencies stay under ``keyword_pool``; only that pool is scored (over *all*
-the question's lexemes) in SQL.
+This module reads the question (phrases, codes, negations) and reports what
+the leg did; the search itself, bounded by ``keyword_pool`` whatever the
+collection size, is :func:`collections_app.search_index.keyword_search`.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
-
-from collections_app.models import TEXT_SEARCH_CONFIG, Collection
+from collections_app import search_index
+from collections_app.models import Collection
+from query_app.exceptions import UnknownKeywordRanking
 from query_app.pipeline.options import RetrievalOptions
+from ragsite.registry import Registry
 
-KEYWORD_RANKINGS: dict[str, str] = {
-    "bm25": "Okapi BM25 over the tsvector: IDF from term statistics, length-normalised",
-    "ts_rank_cd": "Postgres cover-density rank over an OR of the question's lexemes",
-}
+
+@dataclass(frozen=True)
+class KeywordRanking:
+    """A keyword ranking: what it does, and the scoring it asks of the search index."""
+
+    description: str
+    # (retrieval options, the collection's average chunk length in lexemes) → scoring.
+    scoring: Callable[[RetrievalOptions, float], search_index.KeywordScoring]
+    # Without term statistics the ranking falls back to one that needs none.
+    needs_term_stats: bool = False
+
+
+KEYWORD_RANKINGS: Registry[KeywordRanking] = Registry(
+    "keyword ranking", unknown=UnknownKeywordRanking
+)
+KEYWORD_RANKINGS.add(
+    "bm25",
+    KeywordRanking(
+        description="Okapi BM25 over the tsvector: IDF from term statistics, length-normalised",
+        scoring=lambda options, avg_lexemes: search_index.bm25_scoring(
+            k1=options.bm25_k1, b=options.bm25_b, avg_lexemes=avg_lexemes
+        ),
+        needs_term_stats=True,
+    ),
+)
+KEYWORD_RANKINGS.add(
+    "ts_rank_cd",
+    KeywordRanking(
+        description="Postgres cover-density rank over an OR of the question's lexemes",
+        scoring=lambda options, avg_lexemes: search_index.cover_density_scoring(),
+    ),
+)
+# The ranking used when the collection's term statistics are missing.
+_WITHOUT_TERM_STATS = "ts_rank_cd"
 
 _PHRASE_RE = re.compile(r'"([^"]+)"')
 _NEGATION_RE = re.compile(r"(?:^|\s)-([A-Za-z0-9][\w.\-]*)")
@@ -126,144 +155,66 @@ class KeywordResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _tsquery_literal(lexemes: list[str]) -> str:
-    quoted = ["'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes]
-    return " | ".join(quoted)
-
-
-def _idf(n_docs: int, df: int) -> float:
-    # The always-positive BM25 IDF (as in Lucene): rare terms weigh most.
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-
-
 def keyword_search(
     *, collection: Collection, text: str, k: int, options: RetrievalOptions
 ) -> KeywordResult:
     """The ``k`` best chunks of ``collection`` for ``text`` by the configured ranking."""
+    ranking = KEYWORD_RANKINGS.get(options.keyword_ranking)
     query = keyword_query_parse(text, require_codes=options.require_codes)
-    cid = int(collection.pk)
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT ARRAY(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector(%s::regconfig, %s)))),"
-            " websearch_to_tsquery(%s::regconfig, %s)::text,"
-            " numnode(websearch_to_tsquery(%s::regconfig, %s))",
-            [TEXT_SEARCH_CONFIG, query.text] + [TEXT_SEARCH_CONFIG, query.must_text] * 2,
-        )
-        lexemes, must_tsquery, must_nodes = cur.fetchone()
-        details: dict[str, Any] = {
-            "ranking": options.keyword_ranking,
-            "lexemes": len(lexemes),
-            "phrases": list(query.phrases),
-            "codes": list(query.codes),
-            "negated": list(query.negated),
-            "required": must_tsquery if must_nodes else "",
-        }
-        if not lexemes:
-            details["reason"] = "the question has no searchable words (only stopwords)"
-            return KeywordResult(hits=[], details=details)
-        cur.execute(
-            "SELECT lexeme, ndoc FROM collections_app_termstat "
-            "WHERE collection_id = %s AND lexeme = ANY(%s)",
-            [cid, list(lexemes)],
-        )
-        df: dict[str, int] = dict(cur.fetchall())
+    terms = search_index.keyword_terms(text=query.text, required_text=query.must_text)
+    details: dict[str, Any] = {
+        "ranking": options.keyword_ranking,
+        "lexemes": len(terms.lexemes),
+        "phrases": list(query.phrases),
+        "codes": list(query.codes),
+        "negated": list(query.negated),
+        "required": terms.required,
+    }
+    if not terms.lexemes:
+        details["reason"] = "the question has no searchable words (only stopwords)"
+        return KeywordResult(hits=[], details=details)
 
-    stats: Mapping[str, Any] = collection.keyword_stats or {}
-    n_docs = int(stats.get("chunks") or 0)
-    avgdl = float(stats.get("avg_lexemes") or 0.0)
-    warnings: list[str] = []
-    ranking = options.keyword_ranking
-    if ranking == "bm25" and (n_docs == 0 or avgdl <= 0):
-        warnings.append(
-            "term statistics are missing for this collection; ranked with ts_rank_cd "
-            "instead of BM25 (refresh them with collection_term_stats_refresh)"
-        )
-        ranking = "ts_rank_cd"
-        n_docs = max(n_docs, 1)
-    # Lexemes absent from the statistics (new since the last refresh, or not in
-    # the collection) count as rare; matching them costs nothing if absent.
-    idf = {lex: _idf(n_docs, df.get(lex, 0)) for lex in lexemes}
-    total_idf = sum(idf.values()) or 1.0
-
-    by_rarity = sorted(lexemes, key=lambda lex: (df.get(lex, 0), lex))
-    match_terms: list[str] = []
-    pooled_df = 0
-    for lex in by_rarity:
-        if match_terms and pooled_df + df.get(lex, 0) > options.keyword_pool:
-            break
-        match_terms.append(lex)
-        pooled_df += df.get(lex, 0)
-    pruned = [lex for lex in by_rarity if lex not in match_terms]
+    stats = search_index.TermStats.from_stored(collection.keyword_stats)
+    ranking, n_docs, warnings = _ranking_given_stats(ranking, stats)
+    scoring = ranking.scoring(options, stats.avg_lexemes)
+    found = search_index.keyword_search(
+        collection_id=int(collection.pk),
+        lexemes=terms.lexemes,
+        required=terms.required,
+        n_docs=n_docs,
+        scoring=scoring,
+        pool_size=options.keyword_pool,
+        k=k,
+    )
     details.update(
         {
-            "match_terms": len(match_terms),
-            "pruned_common_terms": pruned[:20],
+            "match_terms": len(found.pool.match_terms),
+            "pruned_common_terms": found.pool.pruned[:20],
             "chunks": n_docs,
-            "avg_lexemes": round(avgdl, 2),
+            "avg_lexemes": round(stats.avg_lexemes, 2),
+            **scoring.parameters,
         }
     )
-    if ranking == "bm25":
-        details.update({"k1": options.bm25_k1, "b": options.bm25_b})
-    if df.get(by_rarity[0], 0) > options.keyword_pool:
+    if found.pool.rarest_df > options.keyword_pool:
         warnings.append(
-            f"every term of the question is common (rarest in {df.get(by_rarity[0], 0)} chunks); "
+            f"every term of the question is common (rarest in {found.pool.rarest_df} chunks); "
             f"only the first {options.keyword_pool} matching chunks were scored"
         )
-
-    must_sql = " AND c.search_vector @@ %s::tsquery" if must_nodes else ""
-    if ranking == "bm25":
-        tf = "coalesce(array_length(t.positions, 1), 1)"
-        score_expr = (
-            f"sum(q.idf * ({tf} * (%s::float8 + 1.0)) / "
-            f"({tf} + %s::float8 * (1.0 - %s::float8 + %s::float8 * p.dl / %s::float8)))"
-        )
-        score_params: list[Any] = [
-            options.bm25_k1,
-            options.bm25_k1,
-            options.bm25_b,
-            options.bm25_b,
-            avgdl or 1.0,
-        ]
-        rank_select = ""
-    else:
-        score_expr = "max(p.rcd)"
-        score_params = []
-        rank_select = ", ts_rank_cd(c.search_vector, %s::tsquery) AS rcd"
-    # setweight marks the question's lexemes, ts_filter keeps only them: the
-    # unnest then walks a handful of entries instead of the whole chunk.
-    sql = (
-        "WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
-        "pool AS ("
-        f" SELECT c.id, c.search_vector, length(c.search_vector) AS dl{rank_select}"
-        " FROM collections_app_chunk c"
-        f" WHERE c.collection_id = {cid} AND c.search_vector @@ %s::tsquery{must_sql}"
-        " LIMIT %s), "
-        "scored AS ("
-        f" SELECT p.id, {score_expr} AS score, sum(q.idf) AS matched_idf"
-        " FROM pool p"
-        " CROSS JOIN LATERAL unnest(ts_filter(setweight(p.search_vector, 'A', %s::text[]), '{a}'))"
-        " AS t(lexeme, positions, weights)"
-        " JOIN q ON q.lexeme = t.lexeme"
-        " GROUP BY p.id) "
-        "SELECT id, score, matched_idf, count(*) OVER () FROM scored "
-        "ORDER BY score DESC, id LIMIT %s"
-    )
-    params: list[Any] = [list(idf), [idf[lex] for lex in idf]]
-    if rank_select:
-        params.append(_tsquery_literal(list(lexemes)))
-    params.append(_tsquery_literal(match_terms))
-    if must_nodes:
-        params.append(must_tsquery)
-    params.append(options.keyword_pool)
-    params += score_params
-    params.append(list(idf))
-    params.append(k)
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        rows = cur.fetchall()
-    details["pooled"] = int(rows[0][3]) if rows else 0
+    details["pooled"] = found.pooled
     hits = [
-        KeywordHit(chunk_id=row[0], score=float(row[1]), coverage=float(row[2]) / total_idf)
-        for row in rows
+        KeywordHit(chunk_id=m.chunk_id, score=m.score, coverage=m.coverage) for m in found.matches
     ]
     return KeywordResult(hits=hits, details=details, warnings=warnings)
+
+
+def _ranking_given_stats(
+    ranking: KeywordRanking, stats: search_index.TermStats
+) -> tuple[KeywordRanking, int, list[str]]:
+    """The ranking that can run, the chunk count for IDF, and a warning if it changed."""
+    if not (ranking.needs_term_stats and stats.missing):
+        return ranking, stats.chunks, []
+    warning = (
+        "term statistics are missing for this collection; ranked with ts_rank_cd "
+        "instead of BM25 (refresh them with collection_term_stats_refresh)"
+    )
+    return KEYWORD_RANKINGS.get(_WITHOUT_TERM_STATS), max(stats.chunks, 1), [warning]

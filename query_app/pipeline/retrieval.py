@@ -1,9 +1,9 @@
 """The retrieve stage: vector, keyword or hybrid candidates for each probe.
 
-The vector leg casts and filters exactly like the collection's partial HNSW
-index (``embedding::vector(d)`` ... ``WHERE collection_id = <id>``, see
-``collections_app.vector_index``), so Postgres answers from that index instead
-of scanning. Hybrid retrieval fuses both legs by Reciprocal Rank Fusion,
+The legs' searches are the search index's own
+(:func:`collections_app.search_index.vector_search` over the collection's
+partial HNSW index, the keyword leg through :mod:`query_app.pipeline.keyword`).
+Hybrid retrieval fuses both legs by Reciprocal Rank Fusion,
 ``Σ 1/(k + rank)``; every candidate keeps its rank and score in each leg.
 """
 
@@ -14,23 +14,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
 from django.db.models.expressions import RawSQL
 
+from collections_app import search_index
 from collections_app.embedding import Embedder, get_embedder
 from collections_app.models import Chunk, Collection
-from collections_app.vector_index import vector_index_predicate
-from query_app.exceptions import EmbeddingProfileMismatch
+from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.types import Candidate, LegHit
+from ragsite.registry import Registry
 
-# Mode name → the legs it runs.
-RETRIEVAL_MODES: dict[str, tuple[str, ...]] = {
-    "vector": ("vector",),
-    "keyword": ("keyword",),
-    "hybrid": ("vector", "keyword"),
-}
+
+@dataclass(frozen=True)
+class RetrievalMode:
+    """A retrieval mode: the legs it runs for each probe (two legs are fused by RRF)."""
+
+    legs: tuple[str, ...]
+
+
+RETRIEVAL_MODES: Registry[RetrievalMode] = Registry("retrieval mode", unknown=UnknownRetrievalMode)
+RETRIEVAL_MODES.add("vector", RetrievalMode(legs=("vector",)))
+RETRIEVAL_MODES.add("keyword", RetrievalMode(legs=("keyword",)))
+RETRIEVAL_MODES.add("hybrid", RetrievalMode(legs=("vector", "keyword")))
 
 
 def collection_embedder(collection: Collection) -> Embedder:
@@ -58,11 +64,7 @@ def collection_embedder(collection: Collection) -> Embedder:
     return embedder
 
 
-def vector_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
-
-
-def vector_search(
+def _vector_hits(
     *, collection: Collection, vector: np.ndarray, k: int, ef_search: int
 ) -> list[tuple[str, float]]:
     """(chunk id, cosine similarity) of the ``k`` nearest chunks, via the HNSW index."""
@@ -72,20 +74,9 @@ def vector_search(
             f"the probe has {len(vector)} dimensions but collection {collection.slug!r} "
             f"stores {dims}; reindex the collection"
         )
-    literal = vector_literal(vector)
-    # Same expression and predicate as the partial index; the id is an int.
-    sql = (
-        f"SELECT id, 1 - ((embedding::vector({dims})) <=> %s::vector({dims})) AS similarity "
-        f"FROM collections_app_chunk WHERE "
-        f"{vector_index_predicate(collection_id=collection.pk, dimensions=dims)} "
-        f"ORDER BY (embedding::vector({dims})) <=> %s::vector({dims}) LIMIT %s"
+    return search_index.vector_search(
+        collection_id=int(collection.pk), dimensions=dims, vector=vector, k=k, ef_search=ef_search
     )
-    with transaction.atomic(), connection.cursor() as cur:
-        # ef_search bounds the HNSW candidate list: it must be ≥ k or the
-        # index returns fewer rows than asked for. Local to this transaction.
-        cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
-        cur.execute(sql, [literal, literal, k])
-        return [(row[0], float(row[1])) for row in cur.fetchall()]
 
 
 def rrf_scores(rankings: Sequence[Sequence[str]], *, k: int) -> dict[str, float]:
@@ -121,87 +112,140 @@ def retrieve_probe(
     ``keyword`` is the keyword leg's result when the caller already ran it
     (hybrid retrieval runs it while the probes are being embedded).
     """
-    legs = RETRIEVAL_MODES[options.retrieval.mode]
-    k = options.candidate_k
-    leg_hits: dict[str, list[tuple[str, float]]] = {}
-    coverage: dict[str, float] = {}
-    exact = False
-    details: dict[str, Any] = {}
-    warnings: list[str] = []
-    if "vector" in legs and vector is not None:
-        leg_hits["vector"] = vector_search(
-            collection=collection, vector=vector, k=k, ef_search=options.ef_search
-        )
-        details["vector"] = {"hits": len(leg_hits["vector"]), "ef_search": options.ef_search}
-    if "keyword" in legs:
-        result = keyword or keyword_search(
-            collection=collection, text=probe, k=k, options=options.retrieval
-        )
-        leg_hits["keyword"] = [(hit.chunk_id, hit.score) for hit in result.hits]
-        coverage = {hit.chunk_id: hit.coverage for hit in result.hits}
-        # Every keyword hit contains the codes / quoted phrases the question required.
-        exact = bool(result.details.get("codes") or result.details.get("phrases"))
-        details["keyword"] = {"hits": len(result.hits), **result.details}
-        warnings += result.warnings
-
+    legs = RETRIEVAL_MODES.get(options.retrieval.mode).legs
+    found = _legs_run(
+        collection=collection,
+        probe=probe,
+        vector=vector,
+        options=options,
+        legs=legs,
+        keyword=keyword,
+    )
     leg_ranks = {
         name: {cid: LegHit(rank=i, score=score) for i, (cid, score) in enumerate(hits, start=1)}
-        for name, hits in leg_hits.items()
+        for name, hits in found.hits.items()
     }
-    if len(leg_hits) > 1:
-        fused = rrf_scores(
-            [[cid for cid, _ in hits] for hits in leg_hits.values()], k=options.retrieval.rrf_k
-        )
-        # Ties (same RRF sum) keep the vector leg's order.
-        order = sorted(
-            fused,
-            key=lambda cid: (
-                -fused[cid],
-                leg_ranks.get("vector", {}).get(cid, LegHit(10**9, 0)).rank,
-                cid,
-            ),
-        )[:k]
-        scores = {cid: fused[cid] for cid in order}
-        details["fusion"] = {"method": "rrf", "k": options.retrieval.rrf_k, "fused": len(fused)}
-    else:
-        only = next(iter(leg_hits.values()), [])
-        order = [cid for cid, _ in only]
-        scores = dict(only)
-
+    order, scores = _ranked(found, leg_ranks=leg_ranks, options=options)
     rows = _hydrate(
         collection=collection,
         ids=order,
         vector=vector if "vector" in legs else None,
         with_embeddings=with_embeddings,
     )
-    candidates: list[Candidate] = []
-    for rank, cid in enumerate(order, start=1):
-        row = rows.get(cid)
-        if row is None:  # removed by a concurrent re-ingestion
-            continue
-        similarity = getattr(row, "similarity", None)
-        candidates.append(
-            Candidate(
-                chunk_id=cid,
-                source_id=row.source_id,
-                source_location=row.source.location,
-                source_title=row.source.title,
-                text=row.text,
-                char_start=row.char_start,
-                char_end=row.char_end,
-                page=row.page,
-                section_path=list(row.section_path or []),
-                ordinal=row.ordinal,
-                legs={name: ranks[cid] for name, ranks in leg_ranks.items() if cid in ranks},
-                retrieval_score=scores[cid],
-                vector_similarity=float(similarity) if similarity is not None else None,
-                keyword_coverage=coverage.get(cid),
-                exact_match=exact and cid in coverage,
-                probe_ranks={probe_index: rank},
-                embedding=_embedding(row) if with_embeddings else None,
-            )
+    candidates = [
+        _candidate(
+            row,
+            chunk_id=cid,
+            probe_index=probe_index,
+            rank=rank,
+            score=scores[cid],
+            leg_ranks=leg_ranks,
+            found=found,
+            with_embeddings=with_embeddings,
         )
-    return ProbeResult(candidates=candidates, details=details, warnings=warnings)
+        for rank, cid in enumerate(order, start=1)
+        # A missing row was removed by a concurrent re-ingestion.
+        if (row := rows.get(cid)) is not None
+    ]
+    return ProbeResult(candidates=candidates, details=found.details, warnings=found.warnings)
+
+
+@dataclass
+class _LegHits:
+    """What each leg found for one probe, before fusion."""
+
+    hits: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    coverage: dict[str, float] = field(default_factory=dict)  # keyword hits only
+    exact: bool = False  # keyword hits hold the question's codes / quoted phrases
+    details: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _legs_run(
+    *,
+    collection: Collection,
+    probe: str,
+    vector: np.ndarray | None,
+    options: QueryOptions,
+    legs: tuple[str, ...],
+    keyword: KeywordResult | None,
+) -> _LegHits:
+    found = _LegHits()
+    k = options.candidate_k
+    if "vector" in legs and vector is not None:
+        found.hits["vector"] = _vector_hits(
+            collection=collection, vector=vector, k=k, ef_search=options.ef_search
+        )
+        found.details["vector"] = {
+            "hits": len(found.hits["vector"]),
+            "ef_search": options.ef_search,
+        }
+    if "keyword" in legs:
+        result = keyword or keyword_search(
+            collection=collection, text=probe, k=k, options=options.retrieval
+        )
+        found.hits["keyword"] = [(hit.chunk_id, hit.score) for hit in result.hits]
+        found.coverage = {hit.chunk_id: hit.coverage for hit in result.hits}
+        # Every keyword hit contains the codes / quoted phrases the question required.
+        found.exact = bool(result.details.get("codes") or result.details.get("phrases"))
+        found.details["keyword"] = {"hits": len(result.hits), **result.details}
+        found.warnings += result.warnings
+    return found
+
+
+def _ranked(
+    found: _LegHits, *, leg_ranks: dict[str, dict[str, LegHit]], options: QueryOptions
+) -> tuple[list[str], dict[str, float]]:
+    """The probe's chunk ids in order, and their retrieval scores (RRF when fused)."""
+    if len(found.hits) <= 1:
+        only = next(iter(found.hits.values()), [])
+        return [cid for cid, _ in only], dict(only)
+    rrf_k = options.retrieval.rrf_k
+    fused = rrf_scores([[cid for cid, _ in hits] for hits in found.hits.values()], k=rrf_k)
+    # Ties (same RRF sum) keep the vector leg's order.
+    order = sorted(
+        fused,
+        key=lambda cid: (
+            -fused[cid],
+            leg_ranks.get("vector", {}).get(cid, LegHit(10**9, 0)).rank,
+            cid,
+        ),
+    )[: options.candidate_k]
+    found.details["fusion"] = {"method": "rrf", "k": rrf_k, "fused": len(fused)}
+    return order, {cid: fused[cid] for cid in order}
+
+
+def _candidate(
+    row: Chunk,
+    *,
+    chunk_id: str,
+    probe_index: int,
+    rank: int,
+    score: float,
+    leg_ranks: dict[str, dict[str, LegHit]],
+    found: _LegHits,
+    with_embeddings: bool,
+) -> Candidate:
+    similarity = getattr(row, "similarity", None)
+    return Candidate(
+        chunk_id=chunk_id,
+        source_id=row.source_id,
+        source_location=row.source.location,
+        source_title=row.source.title,
+        text=row.text,
+        char_start=row.char_start,
+        char_end=row.char_end,
+        page=row.page,
+        section_path=list(row.section_path or []),
+        ordinal=row.ordinal,
+        legs={name: ranks[chunk_id] for name, ranks in leg_ranks.items() if chunk_id in ranks},
+        retrieval_score=score,
+        vector_similarity=float(similarity) if similarity is not None else None,
+        keyword_coverage=found.coverage.get(chunk_id),
+        exact_match=found.exact and chunk_id in found.coverage,
+        probe_ranks={probe_index: rank},
+        embedding=_embedding(row) if with_embeddings else None,
+    )
 
 
 def _hydrate(
@@ -239,7 +283,7 @@ def _hydrate(
                 "CASE WHEN vector_dims(collections_app_chunk.embedding) = %s THEN "
                 f"1 - ((collections_app_chunk.embedding::vector({dims})) <=> %s::vector({dims})) "
                 "END",
-                [dims, vector_literal(vector)],
+                [dims, search_index.vector_literal(vector)],
             )
         )
     # The ids came from this collection's own search; the check keeps it so.

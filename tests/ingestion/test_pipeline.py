@@ -13,17 +13,17 @@ from collections_app.models import (
     QuarantineItem,
     Source,
 )
+from collections_app.search_index import (
+    vector_distance_sql,
+    vector_index_name,
+    vector_index_predicate,
+)
 from collections_app.services import (
     ReviewError,
     collection_create,
     collection_ingest,
     quarantine_approve,
     quarantine_reject,
-)
-from collections_app.vector_index import (
-    vector_distance_sql,
-    vector_index_name,
-    vector_index_predicate,
 )
 
 pytestmark = pytest.mark.django_db

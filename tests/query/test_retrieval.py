@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from collections_app.models import Collection
-from collections_app.vector_index import vector_index_name
+from collections_app.search_index import vector_index_name
 from query_app.exceptions import EmbeddingProfileMismatch
 from query_app.pipeline.keyword import code_parts, keyword_query_parse, keyword_search
 from query_app.pipeline.options import RetrievalOptions

@@ -17,9 +17,8 @@ import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
 
 from collections_app.embedding import get_embedder
-from collections_app.keyword_stats import collection_term_stats_refresh
 from collections_app.models import Chunk, Collection, CollectionMembership, Source
-from collections_app.vector_index import vector_index_ensure
+from collections_app.search_index import collection_term_stats_refresh, vector_index_ensure
 
 _VECTORS: dict[str, np.ndarray] = {}
 

@@ -1,4 +1,4 @@
-"""Per-collection HNSW indexes over the dimension-less embedding column.
+"""The vector index's DDL: per-collection HNSW indexes over the dimension-less embedding column.
 
 pgvector's HNSW needs a fixed dimension, and collections may use embedding
 models of different sizes. Each collection therefore gets a partial expression
@@ -15,6 +15,7 @@ and CREATE INDEX reads those too; without the check their cast would fail.
 from __future__ import annotations
 
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 
 
 def vector_index_name(collection_id: int, dimensions: int | None = None) -> str:
@@ -74,7 +75,7 @@ def vector_index_drop(*, collection_id: int) -> None:
             cur.execute(f'DROP INDEX IF EXISTS "{name}"')
 
 
-def _collection_indexes(cur, collection_id: int) -> list[str]:  # type: ignore[no-untyped-def]
+def _collection_indexes(cur: CursorWrapper, collection_id: int) -> list[str]:
     prefix = vector_index_name(collection_id)
     cur.execute(
         "SELECT indexname FROM pg_indexes WHERE tablename = 'collections_app_chunk' "
