@@ -95,3 +95,38 @@ class QueryRun(models.Model):
             "error": self.error,
             "created_at": self.created_at.isoformat() if self.created_at else None,
         }
+
+
+class ModelSettings(models.Model):
+    """The chat server and cross-encoder an administrator chose in the browser (one row).
+
+    Environment variables win over these values, field by field; what applies is
+    resolved by ``query_app.model_settings``. The API key is stored encrypted
+    (Fernet, with a key derived from SECRET_KEY) and is never shown back.
+    """
+
+    SINGLETON_ID = 1
+
+    chat_base_url = models.CharField(max_length=500, blank=True)
+    chat_model = models.CharField(max_length=200, blank=True)
+    # A Fernet token; empty when no key is stored.
+    chat_api_key_encrypted = models.TextField(blank=True)
+    # A cross-encoder directory or a model id of the local Hugging Face cache.
+    rerank_model = models.CharField(max_length=1000, blank=True)
+    # Bumped on every save: processes compare it to drop what they resolved before.
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        verbose_name = "model settings"
+        verbose_name_plural = "model settings"
+
+    def __str__(self) -> str:
+        return f"model settings v{self.version}"
+
+    @property
+    def chat_api_key_set(self) -> bool:
+        return bool(self.chat_api_key_encrypted)
