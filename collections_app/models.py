@@ -14,9 +14,18 @@ from collections_app.search_index import TEXT_SEARCH_CONFIG
 class Collection(models.Model):
     """A named set of documents sharing one embedding profile and chunking defaults."""
 
+    class Purpose(models.TextChoices):
+        WORKSPACE = "workspace", "Workspace"
+        # Built by the evaluation harness from a golden dataset's corpus: kept out
+        # of the pickers, lists and quarantine queue people work with.
+        EVALUATION = "evaluation", "Evaluation"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
+    purpose = models.CharField(
+        max_length=20, choices=Purpose.choices, default=Purpose.WORKSPACE, db_index=True
+    )
     # The embedding profile recorded on first ingestion; a different active
     # profile fails ingestion loudly unless the run is a reindex.
     embedding_provider = models.CharField(max_length=100, blank=True)
@@ -43,6 +52,10 @@ class Collection(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_evaluation(self) -> bool:
+        return self.purpose == self.Purpose.EVALUATION
 
     @property
     def embedding_profile(self) -> dict[str, object] | None:

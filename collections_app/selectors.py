@@ -37,15 +37,25 @@ def role_allows(current: str | None, role: str) -> bool:
     return current is not None and ROLE_RANK[current] >= ROLE_RANK[role]
 
 
-def collections_for_user(user: User | AnonymousUser, *, role: str = "read") -> QuerySet[Collection]:
-    """Collections on which ``user`` has at least ``role`` (superusers: all)."""
+def collections_for_user(
+    user: User | AnonymousUser, *, role: str = "read", include_evaluation: bool = True
+) -> QuerySet[Collection]:
+    """Collections on which ``user`` has at least ``role`` (superusers: all).
+
+    Lists and pickers pass ``include_evaluation=False``: the evaluation
+    harness's corpora are not part of the workspace people work in.
+    """
     if not user.is_authenticated:
         return Collection.objects.none()
     if user.is_superuser:
-        return Collection.objects.all()
-    return Collection.objects.filter(
-        Q(memberships__user=user, memberships__role__in=roles_at_least(role))
-    ).distinct()
+        found = Collection.objects.all()
+    else:
+        found = Collection.objects.filter(
+            Q(memberships__user=user, memberships__role__in=roles_at_least(role))
+        ).distinct()
+    if not include_evaluation:
+        found = found.exclude(purpose=Collection.Purpose.EVALUATION)
+    return found
 
 
 def collection_get_for_user(
@@ -100,14 +110,19 @@ def user_can(user: User | AnonymousUser, collection: Collection, role: str) -> b
 REVIEW_ROLE = CollectionMembership.Role.ADMIN
 
 
-def collection_overviews(user: User | AnonymousUser) -> QuerySet[Collection]:
-    """The user's collections with source/chunk counts, last ingestion and latest job status."""
+def collection_overviews(
+    user: User | AnonymousUser, *, include_evaluation: bool = False
+) -> QuerySet[Collection]:
+    """The user's collections with source/chunk counts, last ingestion and latest job status.
+
+    Evaluation collections only with ``include_evaluation``.
+    """
     sources = Source.objects.filter(collection=OuterRef("pk")).values("collection")
     latest_job = IngestionJob.objects.filter(collection=OuterRef("pk")).order_by("-created_at")
     pending = QuarantineItem.objects.filter(
         collection=OuterRef("pk"), review_status=QuarantineItem.ReviewStatus.PENDING
     ).values("collection")
-    return collections_for_user(user).annotate(
+    return collections_for_user(user, include_evaluation=include_evaluation).annotate(
         source_count=Coalesce(
             Subquery(sources.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), 0
         ),
@@ -186,23 +201,33 @@ def _short(location: str) -> str:
     return location
 
 
-def reviewable_collections(user: User | AnonymousUser) -> QuerySet[Collection]:
-    """Collections whose quarantine the user reviews."""
-    return collections_for_user(user, role=REVIEW_ROLE)
+def reviewable_collections(
+    user: User | AnonymousUser, *, include_evaluation: bool = False
+) -> QuerySet[Collection]:
+    """Collections whose quarantine the user reviews (evaluation ones if asked for)."""
+    return collections_for_user(user, role=REVIEW_ROLE, include_evaluation=include_evaluation)
 
 
 def quarantine_queue(
-    user: User | AnonymousUser, *, status: str = QuarantineItem.ReviewStatus.PENDING
+    user: User | AnonymousUser,
+    *,
+    status: str = QuarantineItem.ReviewStatus.PENDING,
+    include_evaluation: bool = False,
 ) -> QuerySet[QuarantineItem]:
-    """Quarantine items of the collections the user reviews, newest first."""
-    items = QuarantineItem.objects.filter(collection__in=reviewable_collections(user))
+    """Quarantine items of the collections the user reviews, newest first.
+
+    The evaluation harness's corpora hold planted instructions on purpose; their
+    items stay out of the queue unless ``include_evaluation`` asks for them.
+    """
+    reviewable = reviewable_collections(user, include_evaluation=include_evaluation)
+    items = QuarantineItem.objects.filter(collection__in=reviewable)
     if status:
         items = items.filter(review_status=status)
     return items.select_related("collection", "source", "provenance", "reviewer")
 
 
 def quarantine_pending_count(user: User | AnonymousUser) -> int:
-    """How many items await this user's review (shown in the navigation)."""
+    """How many workspace items await this user's review (shown in the navigation)."""
     if not user.is_authenticated:
         return 0
     return quarantine_queue(user).count()

@@ -83,11 +83,27 @@ def home(request: HttpRequest) -> HttpResponse:
     return redirect("collections:list")
 
 
+def _show_evaluation(request: HttpRequest) -> bool:
+    """Whether staff asked to see the evaluation harness's collections (``?evaluation=1``).
+
+    Those hold planted prompt injections on purpose; they stay out of the
+    workspace's lists and quarantine queue unless asked for.
+    """
+    user = request.user
+    staff = user.is_authenticated and (user.is_staff or user.is_superuser)
+    return staff and (request.GET.get("evaluation") or request.POST.get("evaluation")) == "1"
+
+
 @require_GET
 @login_required
 def collection_list(request: HttpRequest) -> HttpResponse:
-    collections = collection_overviews(request.user)
-    return render(request, "collections/list.html", {"collections": collections})
+    show_evaluation = _show_evaluation(request)
+    collections = collection_overviews(request.user, include_evaluation=show_evaluation)
+    return render(
+        request,
+        "collections/list.html",
+        {"collections": collections, "show_evaluation": show_evaluation},
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -356,13 +372,20 @@ def quarantine_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", QuarantineItem.ReviewStatus.PENDING)
     if status not in QuarantineItem.ReviewStatus.values and status != "all":
         status = QuarantineItem.ReviewStatus.PENDING
-    items = quarantine_queue(request.user, status="" if status == "all" else status)
+    show_evaluation = _show_evaluation(request)
+    items = quarantine_queue(
+        request.user,
+        status="" if status == "all" else status,
+        include_evaluation=show_evaluation,
+    )
     page = Paginator(items, 25).get_page(request.GET.get("page"))
     context = {
         "page": page,
         "entries": [quarantine_entry(item) for item in page],
         "status": status,
         "statuses": [*QuarantineItem.ReviewStatus.choices, ("all", "All")],
+        "show_evaluation": show_evaluation,
+        "evaluation_query": "&evaluation=1" if show_evaluation else "",
     }
     template = "collections/quarantine.html#queue" if is_htmx(request) else None
     return render(request, template or "collections/quarantine.html", context)
@@ -371,11 +394,12 @@ def quarantine_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def quarantine_review_view(request: HttpRequest) -> HttpResponse:
-    reviewable = quarantine_queue(request.user)
+    show_evaluation = _show_evaluation(request)
+    reviewable = quarantine_queue(request.user, include_evaluation=show_evaluation)
     form = QuarantineDecisionForm(
         request.POST, item_ids=list(reviewable.values_list("pk", flat=True))
     )
-    back = reverse("collections:quarantine")
+    back = reverse("collections:quarantine") + ("?evaluation=1" if show_evaluation else "")
     if not form.is_valid():
         for field, errors in form.errors.items():
             for error in errors:

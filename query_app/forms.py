@@ -35,7 +35,9 @@ class AskForm(forms.Form):
 
     def __init__(self, *args: Any, user: User | AnonymousUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.collections = list(collections_for_user(user).only("slug", "name"))
+        self.collections = list(
+            collections_for_user(user, include_evaluation=False).only("slug", "name")
+        )
         self.fields["collection"].widget.choices = [(c.slug, c.name) for c in self.collections]
         self.fields["profile"].widget.choices = profile_choices()
         self.fields["profile"].initial = default_profile_name()
@@ -55,7 +57,9 @@ class HistoryFilterForm(forms.Form):
 
     def __init__(self, *args: Any, user: User | AnonymousUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.collections = list(collections_for_user(user).only("slug", "name"))
+        self.collections = list(
+            collections_for_user(user, include_evaluation=False).only("slug", "name")
+        )
         cast(forms.ChoiceField, self.fields["collection"]).choices = [("", "All collections")] + [
             (c.slug, c.name) for c in self.collections
         ]

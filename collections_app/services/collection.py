@@ -30,8 +30,13 @@ def collection_create(
     chunking_strategy: str = "",
     chunking_options: dict[str, Any] | None = None,
     embedding_config: dict[str, Any] | None = None,
+    purpose: str = Collection.Purpose.WORKSPACE,
 ) -> Collection:
-    """Create a collection; its creator becomes its admin."""
+    """Create a collection; its creator becomes its admin.
+
+    ``purpose`` "evaluation" is for the evaluation harness's own corpora, which
+    stay out of the workspace's lists, pickers and quarantine queue.
+    """
     from django.conf import settings
 
     from collections_app.ingestion.chunking import CHUNKERS
@@ -52,6 +57,7 @@ def collection_create(
             chunking_strategy=strategy,
             chunking_options=chunking_options or {},
             embedding_config=embedding_config or {},
+            purpose=purpose,
         )
         if user is not None and user.is_authenticated:
             CollectionMembership.objects.create(

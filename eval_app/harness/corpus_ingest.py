@@ -1,7 +1,7 @@
 """The corpus side of a run: one collection per dataset, ingested incrementally.
 
 The collection is named after the dataset (``eval-<name>``) and belongs to the
-harness. Before each run the dataset's files are ingested with the ordinary
+harness: its purpose is "evaluation", so it stays out of the workspace. Before each run the dataset's files are ingested with the ordinary
 incremental ingestion (unchanged files cost nothing), and sources that are no
 longer part of the corpus are removed, so the collection always holds exactly
 the dataset. Sources that fail or are quarantined do not stop the run; they are
@@ -21,8 +21,11 @@ from django.utils.text import slugify
 
 from collections_app.models import Collection, Source
 from collections_app.services import collection_create, collection_ingest, source_remove
+from eval_app.harness.types import EvalError
 
 COLLECTION_PREFIX = "eval-"
+# Workspace collections holding eval-<name>, eval-<name>-2, ... before giving up.
+MAX_SLUG_TRIES = 20
 
 
 def eval_principal() -> User:
@@ -77,15 +80,35 @@ class CorpusSummary:
 
 
 def eval_collection_get_or_create(*, dataset_name: str, description: str = "") -> Collection:
-    """The dataset's collection, created on first use."""
-    slug = eval_collection_slug(dataset_name)
-    existing = Collection.objects.filter(slug=slug).first()
-    if existing is not None:
-        return existing
-    return collection_create(
-        name=f"Evaluation: {dataset_name}"[:200],
-        slug=slug,
-        description=description or f"Corpus of the evaluation dataset {dataset_name}",
+    """The dataset's evaluation collection, created on first use.
+
+    It is created with the evaluation purpose, which keeps it out of the
+    workspace (collection list, Ask picker, quarantine queue). A workspace
+    collection that happens to hold the slug is never touched: the harness takes
+    the next free ``eval-<name>-<n>`` instead.
+    """
+    base = eval_collection_slug(dataset_name)
+    taken = {
+        slug: purpose
+        for slug, purpose in Collection.objects.filter(slug__startswith=base).values_list(
+            "slug", "purpose"
+        )
+    }
+    for n in range(1, MAX_SLUG_TRIES + 1):
+        suffix = "" if n == 1 else f"-{n}"
+        slug = base[: 100 - len(suffix)] + suffix
+        if taken.get(slug) == Collection.Purpose.EVALUATION:
+            return Collection.objects.get(slug=slug)
+        if slug not in taken:
+            return collection_create(
+                name=f"Evaluation: {dataset_name}"[:200],
+                slug=slug,
+                description=description or f"Corpus of the evaluation dataset {dataset_name}",
+                purpose=Collection.Purpose.EVALUATION,
+            )
+    raise EvalError(
+        f"no free collection slug for dataset {dataset_name!r}: {base} and the next "
+        f"{MAX_SLUG_TRIES - 1} are workspace collections"
     )
 
 

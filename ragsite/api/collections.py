@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
@@ -23,7 +23,9 @@ from collections_app.services import (
 )
 from ragsite.api.access import collection_for
 from ragsite.api.serializers import (
+    COLLECTION_SCOPES,
     CollectionCreateSerializer,
+    CollectionFilterSerializer,
     CollectionSerializer,
     CollectionUpdateSerializer,
     MemberRoleSerializer,
@@ -35,7 +37,8 @@ TAG = ["collections"]
 
 
 def _collection_with_stats(request: Request, slug: str) -> Any:
-    found = collection_overviews(request.user).filter(slug=slug).first()
+    # Asked for by slug: an evaluation collection is as reachable as any other.
+    found = collection_overviews(request.user, include_evaluation=True).filter(slug=slug).first()
     if found is None:
         raise CollectionNotFound(f"no collection {slug!r}")
     return found
@@ -43,12 +46,36 @@ def _collection_with_stats(request: Request, slug: str) -> Any:
 
 @extend_schema(tags=TAG)
 class CollectionListView(generics.ListAPIView):
-    """Collections the caller can read, with their source and chunk counts."""
+    """Collections the caller can read, with their source and chunk counts.
+
+    The evaluation harness's collections are listed only with
+    ``?purpose=evaluation`` (or ``all``).
+    """
 
     serializer_class = CollectionSerializer
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "purpose",
+                str,
+                enum=COLLECTION_SCOPES,
+                description="workspace (default): your collections; evaluation: the "
+                "evaluation harness's corpora; all: both.",
+            )
+        ]
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self) -> QuerySet[Collection]:
-        return collection_overviews(self.request.user).order_by("name", "pk")
+        params = CollectionFilterSerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        wanted = params.validated_data["purpose"]
+        found = collection_overviews(self.request.user, include_evaluation=wanted != "workspace")
+        if wanted == "evaluation":
+            found = found.filter(purpose=Collection.Purpose.EVALUATION)
+        return found.order_by("name", "pk")
 
     @extend_schema(
         request=CollectionCreateSerializer,

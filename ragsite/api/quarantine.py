@@ -28,7 +28,9 @@ TAG = ["quarantine"]
 
 def _item(request: Request, slug: str, pk: int) -> QuarantineItem:
     collection = collection_for(request, slug, role="admin")
-    items = quarantine_queue(request.user, status="").filter(collection=collection)
+    items = quarantine_queue(request.user, status="", include_evaluation=True).filter(
+        collection=collection
+    )
     return object_or_404(items, pk=pk, what="quarantine item", collection=collection)
 
 
@@ -53,7 +55,13 @@ class QuarantineListView(generics.ListAPIView):
         params = QuarantineFilterSerializer(data=self.request.query_params)
         params.is_valid(raise_exception=True)
         wanted = params.validated_data["status"]
-        items = quarantine_queue(self.request.user, status="" if wanted == "all" else wanted)
+        # The collection is named in the URL: its items are asked for, even an
+        # evaluation collection's.
+        items = quarantine_queue(
+            self.request.user,
+            status="" if wanted == "all" else wanted,
+            include_evaluation=True,
+        )
         return items.filter(collection=collection).order_by("-created_at", "-pk")
 
 
@@ -108,7 +116,7 @@ class QuarantineBulkView(APIView):
         params = BulkReviewSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        items = quarantine_queue(request.user, status="").filter(
+        items = quarantine_queue(request.user, status="", include_evaluation=True).filter(
             collection=collection, pk__in=data["ids"]
         )
         outcomes = quarantine_review(

@@ -52,6 +52,7 @@ class CollectionSerializer(serializers.ModelSerializer):
             "slug",
             "name",
             "description",
+            "purpose",
             "role",
             "source_count",
             "chunk_count",
@@ -302,6 +303,15 @@ class QuarantineItemDetailSerializer(QuarantineItemSerializer):
     class Meta(QuarantineItemSerializer.Meta):
         fields = [*QuarantineItemSerializer.Meta.fields, "text"]
         read_only_fields = fields
+
+
+COLLECTION_SCOPES = ["workspace", "evaluation", "all"]
+
+
+class CollectionFilterSerializer(serializers.Serializer):
+    purpose = serializers.ChoiceField(
+        choices=COLLECTION_SCOPES, default="workspace", required=False
+    )
 
 
 class QuarantineFilterSerializer(serializers.Serializer):
