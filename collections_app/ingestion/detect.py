@@ -42,6 +42,10 @@ BOMS: tuple[tuple[bytes, str], ...] = (
 )
 
 _SNIFF_BYTES = 8192
+# Local file header and empty-archive signatures; DOCX files start with the first.
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+# OLE2 compound file: Word 97-2003 documents, and DOCX files once encrypted.
+_OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
 _CSV_EXTENSIONS = {".csv", ".tsv"}
 _HTML_EXTENSIONS = {".html", ".htm", ".xhtml"}
@@ -98,11 +102,15 @@ def detect_kind(raw: RawSource) -> str:
     data = raw.data
     if not data:
         raise SourceLoadError("the file is empty")
+    if data.lstrip()[:5] == b"%PDF-":
+        return "pdf"
+    if extension_of(raw) == ".docx" and not data.startswith(_ZIP_MAGIC):
+        # Named as a Word document but not one: say so, rather than reporting
+        # whatever the bytes look like as text ("not valid utf-32-le").
+        raise SourceLoadError(_not_docx_message(data))
     if bom_encoding(data):
         return _text_kind(raw, data)
 
-    if data.lstrip()[:5] == b"%PDF-":
-        return "pdf"
     head = data[:_SNIFF_BYTES]
     guess = filetype.guess(head)
     if guess is not None:
@@ -167,6 +175,18 @@ def _is_word_archive(raw: RawSource) -> bool:
             return "word/document.xml" in archive.namelist()
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
+
+
+def _not_docx_message(data: bytes) -> str:
+    if data.startswith(_OLE2_MAGIC):
+        return (
+            "not a valid DOCX file: it is an old-format (.doc) or password-protected Word "
+            "document; save it as .docx without a password"
+        )
+    return (
+        "not a valid DOCX file: a DOCX is a zip archive and this file is not one "
+        "(damaged, or saved in another format under a .docx name)"
+    )
 
 
 def _binary_message(raw: RawSource, mime: str) -> str:

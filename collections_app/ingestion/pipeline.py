@@ -232,7 +232,9 @@ class IngestionRun:
                 raise IngestionError("the uploaded file is missing")
             with item.source.file.open("rb") as fh:
                 data = fh.read(self.limits.max_file_bytes + 1)
-            name = Path(item.source.file.name).name
+            # The name the person uploaded, not the storage's de-duplicated one
+            # ("report_x7Kp2.pdf"): it is the title of last resort and a format hint.
+            name = item.location.removeprefix("upload:") or Path(item.source.file.name).name
             raw = RawSource(location=item.location, origin="upload", data=data, filename=name)
             return raw
         return read_path(Path(item.location), limits=self.limits)

@@ -6,6 +6,7 @@ background job."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,12 +50,19 @@ class Intake:
 def source_upload_create(
     *, collection: Collection, upload: UploadedFile, user: User | None = None
 ) -> Source:
-    """Store an uploaded file as a source (ingested later by a job)."""
+    """Store an uploaded file as a source (ingested later by a job).
+
+    A file with the same name and the same content as the source's indexed (or
+    held) version changes nothing: the stored copy and the status stay, so the
+    job finds the source unchanged in the manifest and computes no embeddings.
+    """
     name = Path(upload.name or "upload").name
     location = f"upload:{name}"
     source, _ = Source.objects.get_or_create(
         collection=collection, location=location, defaults={"origin": Source.Origin.UPLOAD}
     )
+    if _same_as_stored(source, upload):
+        return source
     if source.file:
         source.file.delete(save=False)
     source.file.save(name, upload, save=False)
@@ -63,6 +71,27 @@ def source_upload_create(
     source.error = ""
     source.save()
     return source
+
+
+def _same_as_stored(source: Source, upload: UploadedFile) -> bool:
+    """Whether ``upload`` is byte for byte the version of ``source`` already processed."""
+    if not source.file or source.status not in {
+        Source.Status.READY,
+        Source.Status.QUARANTINED,
+    }:
+        return False
+    processed = source.content_hash
+    if source.status == Source.Status.QUARANTINED:
+        # Held content never reaches the chunks; its hash waits in the metadata.
+        processed = (source.metadata or {}).get("pending_hash") or processed
+    if not processed or (upload.size or 0) != source.size_bytes:
+        return False
+    digest = hashlib.sha256()
+    upload.seek(0)
+    for block in upload.chunks():
+        digest.update(block)
+    upload.seek(0)
+    return digest.hexdigest() == processed
 
 
 def source_remove(*, source: Source) -> None:

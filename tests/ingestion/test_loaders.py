@@ -343,6 +343,17 @@ def test_pdf_pages_are_kept_with_their_character_ranges():
     assert doc.warnings == []
 
 
+@pytest.mark.parametrize("title", ["", "untitled", "Untitled 1", "Document1"])
+def test_a_pdf_without_a_real_title_is_named_after_its_file(title):
+    doc = load(pdf_bytes(["Quarterly figures."], title=title), "q3-figures.pdf")
+    assert doc.title == "q3-figures"
+
+
+def test_a_pdf_title_that_merely_starts_like_a_placeholder_is_kept():
+    doc = load(pdf_bytes(["Essay."], title="Untitled thoughts on tides"), "essay.pdf")
+    assert doc.title == "Untitled thoughts on tides"
+
+
 def test_pdf_page_without_text_layer_is_flagged():
     doc = load(pdf_bytes(["Page one text.", None, "Page three text."]), "scan.pdf")
     assert [page.has_text for page in doc.pages] == [True, False, True]
@@ -424,11 +435,35 @@ def test_zip_named_docx_without_a_document_is_refused():
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("photos/cat.jpg", b"not really a cat")
-    with pytest.raises(SourceLoadError, match="not a Word document"):
+    with pytest.raises(SourceLoadError, match=r"not a valid DOCX file: .* not a Word document"):
         load(buffer.getvalue(), "album.docx")
 
 
 def test_corrupt_docx_is_a_clear_load_error():
     data = docx_bytes(docx_paragraph("Hello"))
-    with pytest.raises(SourceLoadError, match="the DOCX"):
+    with pytest.raises(SourceLoadError, match="not a valid DOCX file: its zip archive is damaged"):
         load(data[: len(data) // 2], "broken.docx")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # What a damaged header looks like to text detection: a UTF-32 byte-order mark.
+        b"\xff\xfe\x00\x00" + bytes(range(256)) * 4,
+        bytes(range(256)) * 4,
+        b"Meeting notes, saved as plain text under a .docx name.\n",
+    ],
+    ids=["utf32-mark", "binary", "text"],
+)
+def test_a_docx_that_is_not_a_zip_archive_is_called_not_a_valid_docx(data):
+    with pytest.raises(SourceLoadError) as excinfo:
+        load(data, "minutes.docx")
+    message = str(excinfo.value)
+    assert message.startswith("not a valid DOCX file: a DOCX is a zip archive")
+    assert "utf" not in message.lower()
+
+
+def test_an_old_word_document_named_docx_says_how_to_fix_it():
+    ole2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504
+    with pytest.raises(SourceLoadError, match=r"old-format \(\.doc\) or password-protected"):
+        load(ole2, "minutes.docx")

@@ -10,6 +10,7 @@ from django.test import Client
 from collections_app.models import Chunk, IngestionJob, Source
 from tests.support.clients import request_key_of
 from tests.support.documents import HOSTILE, INSTALL, REFUNDS, upload
+from tests.support.sample_files import docx_bytes, docx_paragraph, pdf_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -294,3 +295,93 @@ def test_a_stranger_cannot_open_sources_or_jobs(bob, ingested):
     assert bob.get(f"/collections/handbook/jobs/{job.pk}/").status_code == 404
     assert bob.post(f"/collections/handbook/sources/{source.pk}/remove/").status_code == 404
     assert Source.objects.filter(pk=source.pk).exists()
+
+
+def test_uploading_an_identical_file_again_is_unchanged_and_costs_no_embeddings(
+    alice, ingested, celery_eager, django_capture_on_commit_callbacks
+):
+    source = Source.objects.get(location="upload:install.md")
+    stored_file = source.file.name
+    chunk_ids = set(source.chunks.values_list("pk", flat=True))
+
+    response = post_upload(
+        alice, [upload("install.md", INSTALL)], capture=django_capture_on_commit_callbacks
+    )
+
+    job = IngestionJob.objects.order_by("-pk").first()
+    assert job.embeddings_computed == 0
+    assert job.chunks_written == 0
+    assert [s["status"] for s in job.report["sources"]] == ["unchanged"]
+    source.refresh_from_db()
+    assert source.status == "ready"
+    assert source.file.name == stored_file
+    assert set(source.chunks.values_list("pk", flat=True)) == chunk_ids
+    page = response.content.decode()
+    panel = page.split(f'id="job-{job.pk}"')[1].split("</article>")[0]
+    assert "unchanged" in panel
+    assert "0 embeddings computed" in panel
+
+
+def test_uploading_a_changed_file_under_the_same_name_ingests_it_again(
+    alice, ingested, celery_eager, django_capture_on_commit_callbacks
+):
+    post_upload(
+        alice,
+        [upload("install.md", INSTALL + "\n\n## Upgrades\n\nRun the installer again.\n")],
+        capture=django_capture_on_commit_callbacks,
+    )
+
+    job = IngestionJob.objects.order_by("-pk").first()
+    assert [s["status"] for s in job.report["sources"]] == ["ingested"]
+    assert job.embeddings_computed > 0
+    source = Source.objects.get(location="upload:install.md")
+    assert "Run the installer again." in source.text
+    with source.file.open("rb") as fh:
+        assert b"Run the installer again." in fh.read()
+
+
+def test_a_corrupt_docx_is_refused_as_not_a_valid_docx(
+    alice, collection, celery_eager, django_capture_on_commit_callbacks
+):
+    word = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    damaged_header = b"\xff\xfe\x00\x00" + bytes(range(256)) * 8
+    archive = docx_bytes(docx_paragraph("Minutes of the board meeting."))
+    truncated = archive[: len(archive) // 2]
+
+    response = post_upload(
+        alice,
+        [upload("minutes.docx", damaged_header, word), upload("agenda.docx", truncated, word)],
+        capture=django_capture_on_commit_callbacks,
+    )
+
+    page = html.unescape(response.content.decode())
+    assert "Not accepted: minutes.docx: not a valid DOCX file" in page
+    # A damaged archive is only found out when read: the job says why it failed.
+    source = Source.objects.get(location="upload:agenda.docx")
+    assert source.status == "failed"
+    assert source.error.startswith("not a valid DOCX file")
+    job = IngestionJob.objects.get()
+    panel = page.split(f'id="job-{job.pk}"')[1].split("</article>")[0]
+    assert "not a valid DOCX file: its zip archive is damaged" in panel
+    assert "utf-32" not in page.lower()
+
+
+def test_a_pdf_without_a_title_is_listed_by_its_file_name(
+    alice, collection, celery_eager, django_capture_on_commit_callbacks
+):
+    post_upload(
+        alice,
+        [
+            upload(
+                "harbour-fees-2024.pdf",
+                pdf_bytes(["Mooring costs 40 EUR a night."]),
+                "application/pdf",
+            )
+        ],
+        capture=django_capture_on_commit_callbacks,
+    )
+
+    page = alice.get("/collections/handbook/").content.decode()
+    row = page.split("<tbody>")[1].split("</tr>")[0]
+    assert ">harbour-fees-2024</a>" in row
+    assert "untitled" not in page.lower()

@@ -73,7 +73,8 @@ def load_docx(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
             names = set(archive.namelist())
             if "word/document.xml" not in names:
                 raise SourceLoadError(
-                    "the file is a zip archive but not a Word document (no word/document.xml)"
+                    "not a valid DOCX file: it is a zip archive but not a Word document "
+                    "(no word/document.xml)"
                 )
             budget = limits.max_decompressed_bytes
             document = _parse(
@@ -90,10 +91,12 @@ def load_docx(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
                 else None
             )
     except zipfile.BadZipFile as exc:
-        raise SourceLoadError(f"the DOCX is not a valid zip archive: {exc}") from exc
+        raise SourceLoadError(
+            f"not a valid DOCX file: its zip archive is damaged or truncated ({exc})"
+        ) from exc
     except (zipfile.LargeZipFile, NotImplementedError, RuntimeError, OSError, EOFError) as exc:
         # Unsupported compression, encrypted members, bad CRC, truncated data.
-        raise SourceLoadError(f"the DOCX could not be read: {exc}") from exc
+        raise SourceLoadError(f"not a valid DOCX file: it could not be read ({exc})") from exc
 
     heading_styles = _heading_styles(styles)
     blocks: list[str] = []
@@ -144,7 +147,7 @@ def _parse(data: bytes, name: str) -> etree._Element:
         return etree.fromstring(data, parser=_PARSER)
     except etree.XMLSyntaxError as exc:
         raise SourceLoadError(
-            f"the DOCX is corrupt: {name} is not well-formed XML ({exc})"
+            f"not a valid DOCX file: {name} is not well-formed XML ({exc})"
         ) from exc
 
 

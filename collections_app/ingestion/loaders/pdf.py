@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import io
 import logging
+import re
+from pathlib import PurePosixPath
 
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 
-from ..detect import MIME_BY_KIND
+from ..detect import MIME_BY_KIND, name_hint
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, PageSpan, RawSource, SourceLoadError, SourceTooLarge
 from .base import LOADERS, normalise_newlines, squeeze_blank_lines
 
 logger = logging.getLogger(__name__)
 _PAGE_SEPARATOR = "\n\n"
+# Titles that PDF producers write when the author gave none (ReportLab writes
+# "untitled", office suites "Untitled 1" or "Document1").
+_PLACEHOLDER_TITLE = re.compile(
+    r"^(?:untitled(?:[\s_-]*(?:document)?[\s_-]*\d*)|no title|title|document\s*\d*|"
+    r"\(?anonymous\)?)$",
+    re.I,
+)
 
 
 @LOADERS.register("pdf")
@@ -84,6 +93,9 @@ def _read(raw: RawSource, limits: IngestionLimits) -> LoadedDocument:
         )
 
     title, metadata = _metadata(reader)
+    if not title or _PLACEHOLDER_TITLE.match(title):
+        # No real title: the file name says more than "untitled" or nothing.
+        title = PurePosixPath(name_hint(raw)).stem.strip()
     metadata["page_count"] = page_count
     return LoadedDocument(
         text=_PAGE_SEPARATOR.join(parts),
