@@ -3,10 +3,11 @@
 ``ChatClient`` is all the pipeline knows: ``complete(messages) -> str`` and
 ``stream(messages) -> Iterator[str]``. The one implementation speaks the
 OpenAI-compatible ``/chat/completions`` protocol (OpenAI, Ollama, vLLM,
-llama.cpp server, ...). It is configured by ``settings.RAG["chat"]``, itself read
-from ``RAG_CHAT_BASE_URL``, ``RAG_CHAT_MODEL`` and ``RAG_CHAT_API_KEY``. With no
-base URL or model configured there is no client, and the pipeline answers
-extractively.
+llama.cpp server, ...). It is configured by ``RAG_CHAT_BASE_URL``,
+``RAG_CHAT_MODEL`` and ``RAG_CHAT_API_KEY`` (``settings.RAG["chat"]``) or, for
+each one left unset, by an administrator on the model settings page
+(``query_app.model_settings``). With no base URL or model configured there is
+no client, and the pipeline answers extractively.
 """
 
 from __future__ import annotations
@@ -96,18 +97,24 @@ class ChatConfig:
 
     @classmethod
     def from_settings(cls) -> ChatConfig | None:
-        """The configured endpoint, or None when no base URL or model is set."""
+        """The endpoint that applies, or None when no base URL or model is set.
+
+        Each of the base URL, model and API key comes from its environment
+        variable when set, else from the model settings page (read again within
+        ``query_app.model_settings.REFRESH_S``: no restart needed).
+        """
         from django.conf import settings
 
+        from query_app.model_settings import chat_endpoint_resolve
+
         block: Mapping[str, Any] = settings.RAG.get("chat", {})
-        base_url = str(block.get("base_url") or "").strip()
-        model = str(block.get("model") or "").strip()
+        base_url, model, api_key = chat_endpoint_resolve()
         if not base_url or not model:
             return None
         return cls(
             base_url=base_url,
             model=model,
-            api_key=str(block.get("api_key") or ""),
+            api_key=api_key,
             timeout_s=float(block.get("timeout_s", 60.0)),
             max_retries=int(block.get("max_retries", 2)),
             backoff_s=float(block.get("backoff_s", 0.5)),

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.models import AnonymousUser, User
 
 from collections_app.selectors import collections_for_user
+from query_app.model_settings import (
+    ModelSettingInvalid,
+    ModelSettingsChange,
+    ModelSettingsOverview,
+    chat_base_url_validate,
+    rerank_model_validate,
+)
 from query_app.pipeline.profiles import default_profile_name, profile_names
 
 
@@ -63,3 +71,126 @@ class HistoryFilterForm(forms.Form):
         cast(forms.ChoiceField, self.fields["collection"]).choices = [("", "All collections")] + [
             (c.slug, c.name) for c in self.collections
         ]
+
+
+class ModelSettingsForm(forms.Form):
+    """The model settings page: chat server, API key (write-only) and cross-encoder.
+
+    A field whose environment variable is set is shown disabled with the value
+    that applies (never the key's); submitting leaves its saved value as it is.
+    """
+
+    chat_base_url = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Base URL",
+        help_text=(
+            "The server's OpenAI-compatible API root: http://127.0.0.1:11434/v1 for Ollama, "
+            "http://127.0.0.1:8080/v1 for a llama.cpp server, https://api.openai.com/v1 for "
+            "OpenAI. Leave empty to answer extractively (quotes from the documents)."
+        ),
+        widget=forms.TextInput(
+            attrs={
+                "placeholder": "http://127.0.0.1:11434/v1",
+                "autocomplete": "off",
+                "spellcheck": "false",
+            }
+        ),
+    )
+    chat_model = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Model",
+        help_text="The model name as the server knows it, e.g. llama3.2 or gpt-4o-mini.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+    chat_api_key = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="API key",
+        # Never rendered back, not even after an error.
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+    clear_chat_api_key = forms.BooleanField(required=False, label="Remove the saved API key")
+    rerank_model = forms.CharField(
+        required=False,
+        max_length=1000,
+        label="Cross-encoder model",
+        help_text=(
+            "For the balanced and quality profiles: the absolute path of a directory holding a "
+            "sentence-transformers CrossEncoder (config.json) or a model.onnx with its tokenizer, "
+            "or a model id already in this machine's Hugging Face cache. Nothing is downloaded."
+        ),
+        widget=forms.TextInput(
+            attrs={
+                "placeholder": "/srv/models/ms-marco-MiniLM-L-6-v2",
+                "autocomplete": "off",
+                "spellcheck": "false",
+            }
+        ),
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        overview: ModelSettingsOverview,
+        fill: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        saved = overview.saved
+        initial = {
+            "chat_base_url": saved.chat_base_url,
+            "chat_model": saved.chat_model,
+            "rerank_model": saved.rerank_model,
+            **(fill or {}),
+        }
+        kwargs["initial"] = initial
+        super().__init__(*args, **kwargs)
+        self.overview = overview
+        key = self.fields["chat_api_key"]
+        if saved.chat_api_key_set:
+            key.help_text = (
+                "A key is saved. Leave this empty to keep it; type a new one to replace it."
+            )
+            key.widget.attrs["placeholder"] = "•••••••• (a key is saved)"
+        else:
+            key.help_text = "Only if the server asks for one (OpenAI does; Ollama does not)."
+            del self.fields["clear_chat_api_key"]
+        for name, resolved in overview.resolved.items():
+            if resolved.from_environment and name in self.fields:
+                self.fields[name].disabled = True
+                if name != "chat_api_key":
+                    self.initial[name] = resolved.value
+        if overview.resolved["chat_api_key"].from_environment:
+            self.fields.pop("clear_chat_api_key", None)
+
+    def clean_chat_base_url(self) -> str:
+        return self._validated("chat_base_url", chat_base_url_validate)
+
+    def clean_rerank_model(self) -> str:
+        return self._validated("rerank_model", rerank_model_validate)
+
+    def _validated(self, name: str, validate: Callable[[str], str]) -> str:
+        value = str(self.cleaned_data.get(name) or "")
+        if self.fields[name].disabled:
+            return value
+        try:
+            return validate(value)
+        except ModelSettingInvalid as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def change(self) -> ModelSettingsChange:
+        """What to save: None for fields the environment sets (their saved value stays)."""
+        data = self.cleaned_data
+
+        def entered(name: str) -> str | None:
+            field = self.fields.get(name)
+            return None if field is None or field.disabled else str(data.get(name) or "")
+
+        return ModelSettingsChange(
+            chat_base_url=entered("chat_base_url"),
+            chat_model=entered("chat_model"),
+            chat_api_key=entered("chat_api_key") or None,
+            clear_chat_api_key=bool(data.get("clear_chat_api_key")),
+            rerank_model=entered("rerank_model"),
+        )

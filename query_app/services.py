@@ -23,6 +23,7 @@ from collections_app.models import Collection
 from collections_app.selectors import CollectionNotFound, collection_and_role_for_user
 from query_app.chat import ChatClient, OpenAICompatibleChatClient, chat_client_from_settings
 from query_app.exceptions import ConfigurationError, EmptyQuestion, QueryError, QuestionTooLong
+from query_app.model_settings import options_with_saved_models
 from query_app.models import QueryRun
 from query_app.pipeline.assembly import AssembledContext, Passage
 from query_app.pipeline.groundedness import check_groundedness
@@ -122,6 +123,7 @@ def query_prepare(*, user: User, request: QueryRequest, chat: ChatClient | None 
     name, options = options_resolve(
         profile=request.profile, overrides=request.overrides, top_n=request.top_n, limits=limits
     )
+    options = options_with_saved_models(options)
     query = RagQuery(
         question=text,
         collection=target,
@@ -271,8 +273,12 @@ def profile_resolve(
     overrides: Mapping[str, Any] | None = None,
     limits: QueryLimits | None = None,
 ) -> tuple[str, QueryOptions]:
-    """The profile's name and its options with ``overrides`` applied (raises QueryError)."""
-    return options_resolve(profile=profile, overrides=overrides, limits=limits)
+    """The profile's name and its options with ``overrides`` applied (raises QueryError).
+
+    Models saved on the model settings page are included, as in ``query_prepare``.
+    """
+    name, options = options_resolve(profile=profile, overrides=overrides, limits=limits)
+    return name, options_with_saved_models(options)
 
 
 @dataclass

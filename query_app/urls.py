@@ -11,4 +11,5 @@ urlpatterns = [
     path("history/<int:run_id>/", views.history_detail, name="history_detail"),
     path("history/<int:run_id>/rerun/", views.rerun, name="rerun"),
     path("history/<int:run_id>/passages/<int:marker>/", views.passage, name="passage"),
+    path("settings/models/", views.model_settings, name="model_settings"),
 ]

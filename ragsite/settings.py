@@ -268,6 +268,11 @@ RAG: dict[str, Any] = {
         "api_key": env_str("RAG_CHAT_API_KEY"),
         "timeout_s": env_float("RAG_CHAT_TIMEOUT_S", 60.0),
         "max_retries": env_int("RAG_CHAT_MAX_RETRIES", 2),
+        # Probed (loopback only) by the model settings page, offered as one-click fill-ins.
+        "local_servers": [
+            {"kind": "ollama", "url": "http://127.0.0.1:11434"},
+            {"kind": "llama.cpp", "url": "http://127.0.0.1:8080"},
+        ],
     },
     "profile": env_str("RAG_PROFILE", "fast"),
     # Per-stage defaults; query_app.profiles overlays a preset, then these

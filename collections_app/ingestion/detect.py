@@ -93,6 +93,40 @@ def bom_encoding(data: bytes) -> str | None:
     return None
 
 
+def utf16_without_bom(data: bytes) -> str | None:
+    """``"utf-16-le"`` or ``"utf-16-be"`` for UTF-16 text saved without a byte-order mark.
+
+    Text in a Latin script saved as UTF-16 has a NUL in every other byte (the high
+    byte of each character) and almost none in the others; which half holds them
+    tells the byte order. The sample must then decode to text without control
+    characters, so binary files with a similar rhythm are not taken for text.
+    """
+    head = data[:_SNIFF_BYTES]
+    head = head[: len(head) - len(head) % 2]
+    if len(head) < 4:
+        return None
+    even, odd = head[0::2], head[1::2]
+    pairs = len(head) // 2
+    for nuls, others, encoding in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if nuls.count(0) >= 0.3 * pairs and others.count(0) <= 0.02 * pairs:
+            try:
+                text = head.decode(encoding)
+            except UnicodeDecodeError:
+                # A sample cut inside a surrogate pair: drop the last character.
+                try:
+                    text = head[:-2].decode(encoding)
+                except UnicodeDecodeError:
+                    return None
+            controls = sum(1 for ch in text if ch < " " and ch not in "\t\n\r\f")
+            return encoding if controls <= max(2, len(text) // 100) else None
+    return None
+
+
+def text_encoding(data: bytes) -> str | None:
+    """The encoding the bytes themselves reveal: a byte-order mark, or UTF-16 without one."""
+    return bom_encoding(data) or utf16_without_bom(data)
+
+
 def detect_kind(raw: RawSource) -> str:
     """Return the loader kind for ``raw``: one of :data:`KINDS`.
 
@@ -108,7 +142,7 @@ def detect_kind(raw: RawSource) -> str:
         # Named as a Word document but not one: say so, rather than reporting
         # whatever the bytes look like as text ("not valid utf-32-le").
         raise SourceLoadError(_not_docx_message(data))
-    if bom_encoding(data):
+    if text_encoding(data):
         return _text_kind(raw, data)
 
     head = data[:_SNIFF_BYTES]
@@ -139,7 +173,7 @@ def _looks_like_text(head: bytes) -> bool:
 
 def _text_kind(raw: RawSource, data: bytes) -> str:
     """Choose among the text formats: content first, then the name, then the server."""
-    encoding = bom_encoding(data)
+    encoding = text_encoding(data)
     head = data[:_SNIFF_BYTES]
     if encoding and encoding != "utf-8-sig":
         head = head.decode(encoding, errors="ignore").encode("utf-8")

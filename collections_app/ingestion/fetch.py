@@ -42,6 +42,23 @@ def is_url(location: str) -> bool:
     return bool(sep) and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
 
 
+def normalise_url(location: str) -> str:
+    """A URL with its scheme in lower case (``HTTP://x`` → ``http://x``); paths unchanged.
+
+    Schemes are case-insensitive (RFC 3986), so ``HTTP://`` is as good an address as
+    ``http://`` and must not be accepted at one step and refused at the next.
+    """
+    if not is_url(location):
+        return location
+    scheme, _sep, rest = location.partition("://")
+    return f"{scheme.lower()}://{rest}"
+
+
+def is_web_url(location: str) -> bool:
+    """An http or https URL, whatever the case of its scheme."""
+    return normalise_url(location.strip()).startswith(("http://", "https://"))
+
+
 def read_path(path: Path, *, limits: IngestionLimits) -> RawSource:
     """Read a file from the server's disk, refusing it by size before reading a byte."""
     try:
@@ -107,10 +124,53 @@ def expand_locations(patterns: list[str], *, base_dir: Path | None = None) -> li
     return expanded
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+# SIIT "IPv4-translated" addresses, ::ffff:0:a.b.c.d (RFC 2765).
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+_REACHES_INNER_HOST = {"IPv4-mapped", "6to4", "NAT64", "IPv4-translated"}
+
+
+def embedded_ipv4(address: IpAddress) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, each with the scheme that carries it.
+
+    6to4 (2002::/16), Teredo (2001::/32: server and client), NAT64 (64:ff9b::/96),
+    IPv4-mapped (::ffff:0:0/96) and IPv4-translated addresses reach the IPv4 host
+    inside them, so that host is what the address check must look at.
+    """
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    if address.ipv4_mapped is not None:
+        return [("IPv4-mapped", address.ipv4_mapped)]
+    if address.sixtofour is not None:
+        return [("6to4", address.sixtofour)]
+    if address.teredo is not None:
+        server, client = address.teredo
+        return [("Teredo", client), ("Teredo server", server)]
+    low = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _NAT64:
+        return [("NAT64", low)]
+    if address in _IPV4_TRANSLATED:
+        return [("IPv4-translated", low)]
+    return []
+
+
 def address_refusal(address: IpAddress) -> str | None:
     """Why fetching from ``address`` is refused (e.g. ``"loopback"``), or None if public."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    carried = embedded_ipv4(address)
+    for scheme, inner in carried:
+        reason = _refusal(inner)
+        if reason:
+            if scheme == "IPv4-mapped":
+                return reason
+            return f"{reason} ({scheme} address of {inner})"
+    if carried and carried[0][0] in _REACHES_INNER_HOST:
+        # The IPv4 host inside is public, and it is what a connection reaches.
+        return None
+    # Teredo tunnels through relays: the IPv6 address is judged as well.
+    return _refusal(address)
+
+
+def _refusal(address: IpAddress) -> str | None:
     checks = (
         ("unspecified", address.is_unspecified),
         ("loopback", address.is_loopback),

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from collections_app.ingestion.fetch import expand_locations
+from collections_app.ingestion.fetch import expand_locations, is_web_url, normalise_url
 from collections_app.ingestion.pipeline import IngestionRun, ProgressCallback, WorkItem
 from collections_app.ingestion.report import IngestionReport, SourceOutcome
 from collections_app.ingestion.types import IngestionError
@@ -41,8 +41,8 @@ def work_items_for(
     relisted: list[str] = []
     problems: list[SourceOutcome] = []
     for raw in locations:
-        if raw.startswith(("http://", "https://")):
-            items.append(WorkItem(location=raw, origin=Source.Origin.URL))
+        if is_web_url(raw):
+            items.append(WorkItem(location=normalise_url(raw.strip()), origin=Source.Origin.URL))
             continue
         if "://" in raw:
             problems.append(

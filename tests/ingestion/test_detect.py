@@ -8,6 +8,8 @@ import zipfile
 import pytest
 
 from collections_app.ingestion.detect import detect_kind
+from collections_app.ingestion.limits import IngestionLimits
+from collections_app.ingestion.loaders import load_document
 from collections_app.ingestion.types import RawSource, SourceLoadError, UnsupportedSourceType
 from tests.support.sample_files import ELF_HEADER, PNG_HEADER, docx_bytes, docx_paragraph, pdf_bytes
 
@@ -120,6 +122,28 @@ def test_plain_zip_archive_is_refused():
 def test_utf16_text_with_byte_order_mark_is_text():
     data = "\ufeffHello in UTF-16".encode("utf-16-le")
     assert detect_kind(raw(data, "notes.txt")) == "text"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_text_without_byte_order_mark_is_read_as_text(encoding):
+    # Windows tools save "Unicode" text without a BOM; it must not be called binary.
+    text = "Grüße aus Köln.\nRefunds are possible within 30 days.\n"
+    source = raw(text.encode(encoding), "notes.txt")
+    assert detect_kind(source) == "text"
+    assert load_document(source, limits=IngestionLimits()).text == text
+
+
+def test_utf16_html_without_byte_order_mark_is_html():
+    page = "<html><body><main><p>Héllo wörld</p></main></body></html>".encode("utf-16-le")
+    source = raw(page, "page.html")
+    assert detect_kind(source) == "html"
+    assert load_document(source, limits=IngestionLimits()).text == "Héllo wörld"
+
+
+def test_binary_with_a_two_byte_rhythm_is_still_binary():
+    data = b"\x07\x00\x01\x00\x02\x00\x03\x00" * 200
+    with pytest.raises(UnsupportedSourceType, match="binary content"):
+        detect_kind(raw(data, "table.bin"))
 
 
 def test_empty_file_is_a_load_error():

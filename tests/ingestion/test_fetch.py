@@ -17,6 +17,8 @@ from collections_app.ingestion.fetch import (
     address_refusal,
     expand_locations,
     fetch_url,
+    is_web_url,
+    normalise_url,
     read_path,
 )
 from collections_app.ingestion.limits import IngestionLimits
@@ -26,6 +28,8 @@ from collections_app.ingestion.types import (
     UrlFetchError,
     UrlRefused,
 )
+from collections_app.models import Source
+from collections_app.services import collection_ingest
 
 LOCAL = IngestionLimits(allow_private_urls=True, url_timeout_s=5.0)
 GUARDED = IngestionLimits(allow_private_urls=False, url_timeout_s=5.0)
@@ -136,10 +140,43 @@ def test_a_file_listed_twice_is_expanded_once(tree):
         ("100.64.0.1", "not publicly routable"),
         ("93.184.215.14", None),
         ("2606:4700::6810:84e5", None),
+        # IPv6 addresses that carry an IPv4 host reach that host.
+        ("2002:7f00:1::1", "loopback (6to4 address of 127.0.0.1)"),
+        ("2002:c0a8:0001::1", "private (6to4 address of 192.168.0.1)"),
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback (Teredo address of 127.0.0.1)"),
+        ("64:ff9b::7f00:1", "loopback (NAT64 address of 127.0.0.1)"),
+        ("64:ff9b::a9fe:a9fe", "link-local (NAT64 address of 169.254.169.254)"),
+        ("::ffff:0:a00:1", "private (IPv4-translated address of 10.0.0.1)"),
+        ("::ffff:10.0.0.1", "private"),
+        ("2002:5db8:d70e::1", None),
+        ("64:ff9b::5db8:d70e", None),
     ],
 )
 def test_address_refusal_names_why(address, reason):
     assert address_refusal(ipaddress.ip_address(address)) == reason
+
+
+def test_6to4_literal_of_loopback_is_refused_without_a_request(server):
+    with pytest.raises(UrlRefused, match=r"loopback \(6to4 address of 127\.0\.0\.1\)"):
+        fetch_url(f"http://[2002:7f00:1::1]:{server.port}/page.html", limits=GUARDED)
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("location", ["HTTP://Example.com/A?b=C", "Https://example.com/"])
+def test_url_schemes_in_capitals_are_web_urls_in_lower_case(location):
+    assert is_web_url(location)
+    scheme, rest = location.split("://", 1)
+    assert normalise_url(location) == f"{scheme.lower()}://{rest}"
+
+
+@pytest.mark.django_db
+def test_url_in_capitals_is_fetched_and_ingested(server, collection, rag_set):
+    rag_set("ingestion.allow_private_urls", True)
+    url = f"HTTP://127.0.0.1:{server.port}/page.html"
+    report = collection_ingest(collection=collection, locations=[url]).as_dict()
+    assert report["sources_failed"] == 0, report["sources"]
+    assert report["sources_ingested"] == 1
+    assert Source.objects.get(collection=collection).location == url.replace("HTTP", "http", 1)
 
 
 # --- URLs against a real server ------------------------------------------------------------

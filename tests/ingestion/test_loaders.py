@@ -323,6 +323,19 @@ def test_deeply_nested_html_is_still_read():
     assert load(page, "nested.html").text == "deep text"
 
 
+def test_html_nested_past_the_parser_limit_says_so():
+    page = "<html><body>" + "<div>" * 100_000 + "deep text" + "</div>" * 100_000 + "</body></html>"
+    with pytest.raises(SourceLoadError, match="nested too deeply"):
+        load(page, "bomb.html")
+
+
+def test_html_content_past_the_parser_limit_is_dropped_with_a_warning():
+    page = "<html><body><p>Top.</p>" + "<div>" * 3000 + "deep" + "</div>" * 3000 + "</body></html>"
+    document = load(page, "deep.html")
+    assert document.text == "Top."
+    assert any("nested more than 2048" in warning for warning in document.warnings)
+
+
 def test_html_declaring_no_encoding_is_read_as_utf8():
     page = "<html><body><p>Z\u00fcrich \u2014 \u65e5\u672c</p></body></html>".encode()
     assert load(page, "city.html").text == "Z\u00fcrich \u2014 \u65e5\u672c"

@@ -138,7 +138,8 @@ def test_an_unreachable_endpoint_is_a_connection_error():
         OpenAICompatibleChatClient(config).complete(MESSAGES)
 
 
-def test_no_client_without_a_base_url_and_model(rag_set, chat_server):
+def test_no_client_without_a_base_url_and_model(db, rag_set, chat_server):
+    # db: with the environment unset, the model settings page's saved values are read.
     rag_set("chat", {"base_url": "", "model": ""})
     assert chat_client_from_settings() is None
     rag_set("chat", {"base_url": chat_server.base_url, "model": "m", "timeout_s": 3})

@@ -2,7 +2,8 @@
 
 No chat model can run in the test environment, so the tests talk to this real
 HTTP server instead: it speaks the ``/v1/chat/completions`` protocol (JSON
-completions and ``stream: true`` Server-Sent Events) and answers from a
+completions and ``stream: true`` Server-Sent Events), lists ``models`` at
+``GET /v1/models`` and ``GET /api/tags`` (as llama.cpp and Ollama do) and answers from a
 script — queued replies first, then an optional responder function that sees
 each request's JSON. Every request is recorded for the assertions.
 """
@@ -58,6 +59,8 @@ class ScriptedChatServer:
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        # Listed by GET /v1/models (llama.cpp, OpenAI) and GET /api/tags (Ollama).
+        self.models: list[str] = ["scripted-model"]
         self._lock = threading.Lock()
         server = self
 
@@ -66,6 +69,22 @@ class ScriptedChatServer:
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                path = self.path.rstrip("/")
+                if path == "/v1/models":
+                    reply = Reply(
+                        json_body={
+                            "object": "list",
+                            "data": [{"id": m, "object": "model"} for m in server.models],
+                        }
+                    )
+                elif path == "/api/tags":
+                    reply = Reply(json_body={"models": [{"name": m} for m in server.models]})
+                else:
+                    reply = Reply(status=404, json_body={"error": f"no route {self.path}"})
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._send(reply)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

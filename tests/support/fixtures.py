@@ -67,6 +67,16 @@ def _fresh_cache() -> Iterator[None]:
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_model_settings() -> Iterator[None]:
+    """Each process keeps the saved model settings for a second; every test reads them anew."""
+    from query_app.model_settings import model_settings_forget
+
+    model_settings_forget()
+    yield
+    model_settings_forget()
+
+
 @pytest.fixture
 def rag_settings(settings):  # type: ignore[no-untyped-def]
     """A private, editable copy of settings.RAG (profiles are re-resolved on change)."""

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ragsite.registry import Registry
 
-from ..detect import bom_encoding
+from ..detect import text_encoding
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, RawSource, SourceLoadError, UnsupportedSourceType
 
@@ -63,13 +63,14 @@ def declared_charset(raw: RawSource) -> str | None:
 
 
 def decode_text(raw: RawSource) -> str:
-    """Decode a text source: BOM first, then a server-declared charset, else strict UTF-8.
+    """Decode a text source: BOM (or UTF-16 without one), then a server-declared
+    charset, else strict UTF-8.
 
     Guessing an encoding silently turns bytes into wrong text that is then indexed and
     cited; a clear error naming the offending byte lets the owner fix the file instead.
     """
     data = raw.data
-    encoding = bom_encoding(data) or declared_charset(raw) or "utf-8"
+    encoding = text_encoding(data) or declared_charset(raw) or "utf-8"
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 
 from lxml import etree
 
-from ..detect import MIME_BY_KIND, bom_encoding
+from ..detect import MIME_BY_KIND, text_encoding
 from ..limits import IngestionLimits
-from ..types import LoadedDocument, RawSource
+from ..types import LoadedDocument, RawSource, SourceLoadError
 from .base import LOADERS, declared_charset, squeeze_blank_lines
 from .html_hidden import Element, apply_hiding_rules, drop_tree, remove_hidden
 
@@ -48,6 +48,8 @@ _MAX_DEPTH = 120
 # huge_tree raises libxml2's nesting limit from 256 to 2048 elements; deeper content is
 # dropped by the parser (only hostile pages nest that deep).
 _PARSER = etree.HTMLParser(huge_tree=True, remove_pis=True, no_network=True)
+_PARSER_MAX_DEPTH = 2048
+_EXCESSIVE_DEPTH = "Excessive depth"  # libxml2's message when it stops descending
 _FIND_MAIN = etree.XPath("(//main | //*[@role='main'])[1]")
 _WITH_ROLE = etree.XPath(".//*[@role]")
 
@@ -57,6 +59,7 @@ def load_html(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     """Main content of an HTML page; hidden elements and comments go to ``hidden_texts``."""
     markup, warnings = _decode(raw)
     document = etree.fromstring(markup, _PARSER) if markup.strip() else None
+    too_deep = any(_EXCESSIVE_DEPTH in entry.message for entry in _PARSER.error_log)
     if document is None:
         # Nothing but whitespace: nothing to read; the validator says so.
         return LoadedDocument(text="", kind="html", mime=MIME_BY_KIND["html"], warnings=warnings)
@@ -80,6 +83,16 @@ def load_html(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     _drop_boilerplate(root)
 
     text = squeeze_blank_lines("\n\n".join(_Converter().blocks(root, 0)))
+    if too_deep:
+        if not text.strip():
+            # Otherwise the validator would only say that no text could be extracted.
+            raise SourceLoadError(
+                f"the HTML is nested too deeply to read: elements more than {_PARSER_MAX_DEPTH} "
+                "levels deep are dropped by the parser, and nothing was left"
+            )
+        warnings.append(
+            f"content nested more than {_PARSER_MAX_DEPTH} elements deep was dropped by the parser"
+        )
     if not title:
         first_heading = re.search(r"^#{1,6} (.+)$", text, re.M)
         title = first_heading.group(1) if first_heading else ""
@@ -102,7 +115,11 @@ def _decode(raw: RawSource) -> tuple[str, list[str]]:
     """
     data = raw.data
     meta = _META_CHARSET.search(data[:4096])
-    candidates = [bom_encoding(data), declared_charset(raw), meta and meta.group(1).decode("ascii")]
+    candidates = [
+        text_encoding(data),
+        declared_charset(raw),
+        meta and meta.group(1).decode("ascii"),
+    ]
     warnings: list[str] = []
     for name in [*candidates, "utf-8"]:
         if not name:
