@@ -254,6 +254,8 @@ RAG: dict[str, Any] = {
         "max_pdf_pages": env_int("RAG_MAX_PDF_PAGES", 2000),
         "max_decompressed_bytes": env_int("RAG_MAX_DECOMPRESSED_BYTES", 200 * 1024 * 1024),
         "max_compression_ratio": env_int("RAG_MAX_COMPRESSION_RATIO", 100),
+        # A document's metadata (front matter, PDF info) as JSON; larger fails the source.
+        "max_metadata_bytes": env_int("RAG_MAX_METADATA_BYTES", 64 * 1024),
         "url_timeout_s": env_float("RAG_URL_TIMEOUT_S", 15.0),
         "url_max_bytes": env_int("RAG_URL_MAX_BYTES", 20 * 1024 * 1024),
         "url_max_redirects": env_int("RAG_URL_MAX_REDIRECTS", 5),

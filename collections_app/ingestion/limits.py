@@ -13,6 +13,8 @@ class IngestionLimits:
     max_pdf_pages: int = 2000
     max_decompressed_bytes: int = 200 * 1024 * 1024
     max_compression_ratio: int = 100
+    # A document's metadata (front matter, PDF info, ...) as JSON.
+    max_metadata_bytes: int = 64 * 1024
     url_timeout_s: float = 15.0
     url_max_bytes: int = 20 * 1024 * 1024
     url_max_redirects: int = 5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import zipfile
 
@@ -9,6 +10,7 @@ import pytest
 
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders import LOADERS, load_document
+from collections_app.ingestion.loaders.base import jsonable
 from collections_app.ingestion.types import (
     RawSource,
     SourceLoadError,
@@ -160,6 +162,46 @@ def test_markdown_headings_are_normalised_to_hash_lines_outside_code():
 def test_markdown_title_falls_back_to_the_first_heading():
     doc = load("Some intro.\n\n## Installing\n\nRun the installer.\n", "install.md")
     assert doc.title == "Installing"
+
+
+# 7 levels of nested aliases: a few hundred bytes that expand to 9**7 strings.
+ALIAS_BOMB = (
+    "---\n"
+    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(
+        f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+        for prev, name in zip("abcdef", "bcdefg", strict=True)
+    )
+    + "---\n# Harmless title\n\nBody text.\n"
+)
+
+
+def test_markdown_front_matter_with_yaml_aliases_is_refused_with_a_clear_error():
+    assert len(ALIAS_BOMB) < 600
+    with pytest.raises(SourceLoadError, match=r"front matter uses a YAML alias \(\*a, line 3\)"):
+        load(ALIAS_BOMB, "bomb.md")
+
+
+def test_metadata_over_the_size_limit_fails_the_source():
+    page = "---\ntitle: Notes\nsummary: " + "word " * 20_000 + "\n---\n# Notes\n"
+    with pytest.raises(SourceTooLarge, match=r"metadata is larger than the limit of 64\.0 KiB"):
+        load(page, "notes.md")
+    small = IngestionLimits(max_metadata_bytes=100)
+    html = '<html><head><meta name="description" content="' + "d" * 200 + '"></head>'
+    with pytest.raises(SourceTooLarge, match=r"metadata is 2\d\d bytes as JSON; the limit is 100"):
+        load(html + "<body><p>Text.</p></body></html>", "page.html", limits=small)
+
+
+def test_shared_structures_are_bounded_while_converted_not_after():
+    level = ["lol"] * 9
+    for _ in range(8):
+        level = [level] * 9  # 9**9 strings by reference: 387 million when expanded
+    with pytest.raises(SourceTooLarge):
+        jsonable({"bomb": level}, max_chars=64 * 1024)
+    assert jsonable({"when": dt.date(2024, 1, 2), "tags": ("a", "b")}, max_chars=100) == {
+        "when": "2024-01-02",
+        "tags": ["a", "b"],
+    }
 
 
 def test_markdown_with_broken_front_matter_keeps_the_text_and_warns():

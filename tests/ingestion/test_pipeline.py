@@ -156,6 +156,23 @@ def test_one_failing_source_never_stops_the_others(collection, corpus):
     assert failed.status == Source.Status.FAILED and failed.error
 
 
+def test_yaml_alias_bomb_fails_its_source_and_the_batch_goes_on(collection, corpus):
+    bomb = "---\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+        for prev, name in zip("abcdef", "bcdefg", strict=True)
+    )
+    (corpus / "bomb.md").write_text(bomb + "---\n# Bomb\n\nText.\n")
+
+    report = collection_ingest(collection=collection, locations=[str(corpus)]).as_dict()
+
+    assert report["sources_ingested"] == 3
+    assert report["sources_failed"] == 1
+    failed = Source.objects.get(location=str(corpus / "bomb.md"))
+    assert failed.status == Source.Status.FAILED
+    assert "YAML alias" in failed.error
+    assert failed.metadata == {}
+
+
 def test_missing_path_is_reported_not_raised(collection, corpus):
     report = collection_ingest(
         collection=collection, locations=[str(corpus / "nope.md"), str(corpus / "guide.md")]

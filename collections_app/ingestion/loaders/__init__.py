@@ -11,7 +11,7 @@ import logging
 from ..detect import detect_kind
 from ..limits import IngestionLimits
 from ..types import IngestionError, LoadedDocument, RawSource, SourceLoadError, SourceTooLarge
-from .base import LOADERS, Loader, format_bytes
+from .base import LOADERS, Loader, format_bytes, metadata_check
 
 # Each loader module registers its kinds in LOADERS when imported.
 from .docx import load_docx
@@ -41,7 +41,9 @@ def load_document(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     kind = detect_kind(raw)
     loader = LOADERS.get(kind)
     try:
-        return loader(raw, limits=limits)
+        document = loader(raw, limits=limits)
+        metadata_check(document.metadata, max_bytes=limits.max_metadata_bytes)
+        return document
     except IngestionError:
         raise
     except RecursionError as exc:

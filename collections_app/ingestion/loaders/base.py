@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import json
 import re
 from typing import Any, Protocol
 
@@ -11,7 +12,13 @@ from ragsite.registry import Registry
 
 from ..detect import text_encoding
 from ..limits import IngestionLimits
-from ..types import LoadedDocument, RawSource, SourceLoadError, UnsupportedSourceType
+from ..types import (
+    LoadedDocument,
+    RawSource,
+    SourceLoadError,
+    SourceTooLarge,
+    UnsupportedSourceType,
+)
 
 
 class Loader(Protocol):
@@ -85,14 +92,62 @@ def decode_text(raw: RawSource) -> str:
     return normalise_newlines(text)
 
 
-def jsonable(value: Any) -> Any:
-    """Metadata is stored as JSON: dates become ISO strings, unknown objects strings."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, dt.date | dt.datetime | dt.time):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [jsonable(v) for v in value]
-    return str(value)
+def jsonable(value: Any, *, max_chars: int | None = None) -> Any:
+    """Metadata is stored as JSON: dates become ISO strings, unknown objects strings.
+
+    With ``max_chars``, :class:`SourceTooLarge` is raised as soon as the converted
+    value would take more than that many characters as JSON (roughly), before it is
+    built: a structure that shares its parts (YAML aliases) may expand to far more
+    than the text it came from.
+    """
+    budget = [max_chars if max_chars is not None else -1]
+    return _jsonable(value, budget, max_chars)
+
+
+def _jsonable(value: Any, budget: list[int], limit: int | None) -> Any:
+    converted: Any
+    if value is None or isinstance(value, bool | int | float):
+        converted, cost = value, 8
+    elif isinstance(value, str):
+        converted, cost = value, len(value) + 2
+    elif isinstance(value, dt.date | dt.datetime | dt.time):
+        converted = value.isoformat()
+        cost = len(converted) + 2
+    elif isinstance(value, dict):
+        _spend(budget, 2, limit)
+        return {
+            _spent_key(str(k), budget, limit): _jsonable(v, budget, limit) for k, v in value.items()
+        }
+    elif isinstance(value, list | tuple | set):
+        _spend(budget, 2, limit)
+        return [_jsonable(v, budget, limit) for v in value]
+    else:
+        converted = str(value)
+        cost = len(converted) + 2
+    _spend(budget, cost, limit)
+    return converted
+
+
+def _spent_key(key: str, budget: list[int], limit: int | None) -> str:
+    _spend(budget, len(key) + 4, limit)
+    return key
+
+
+def _spend(budget: list[int], cost: int, limit: int | None) -> None:
+    if limit is None:
+        return
+    budget[0] -= cost
+    if budget[0] < 0:
+        raise SourceTooLarge(
+            f"the document's metadata is larger than the limit of {format_bytes(limit)}"
+        )
+
+
+def metadata_check(metadata: dict[str, object], *, max_bytes: int) -> None:
+    """Raise :class:`SourceTooLarge` when ``metadata`` serialises to more than ``max_bytes``."""
+    size = len(json.dumps(metadata, ensure_ascii=False, default=str).encode("utf-8"))
+    if size > max_bytes:
+        raise SourceTooLarge(
+            f"the document's metadata is {format_bytes(size)} as JSON; "
+            f"the limit is {format_bytes(max_bytes)}"
+        )

@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import PurePosixPath
+from typing import Any
 
 import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 from markdown_it import MarkdownIt
 
 from ..detect import MIME_BY_KIND, name_hint
@@ -18,6 +20,35 @@ from .base import LOADERS, decode_text, jsonable
 _TITLE_CHARS = 200
 _CSV_SAMPLE_CHARS = 64 * 1024
 _CSV_DELIMITERS = ",;\t|"
+
+
+class AliasRefused(yaml.YAMLError):
+    """Front matter used a YAML alias (``*name``)."""
+
+    def __init__(self, anchor: str, line: int) -> None:
+        super().__init__(f"YAML alias *{anchor} on line {line}")
+        self.anchor = anchor
+        self.line = line
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases: nested aliases expand exponentially (a
+    417-byte "billion laughs" became 80 MB of metadata)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise AliasRefused(str(event.anchor), event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+class _FrontMatterYAML(YAMLHandler):
+    def load(self, fm: str, **kwargs: object) -> Any:
+        # A SafeLoader subclass: no Python objects, and no aliases either.
+        return yaml.load(fm, Loader=_NoAliasLoader)
+
+
+_FRONT_MATTER = _FrontMatterYAML()
 
 
 @LOADERS.register("text")
@@ -45,14 +76,20 @@ def load_markdown(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
     metadata: dict[str, object] = {}
     body = source
     try:
-        post = frontmatter.loads(source)
+        post = frontmatter.loads(source, handler=_FRONT_MATTER)
+    except AliasRefused as exc:
+        raise SourceLoadError(
+            f"the front matter uses a YAML alias (*{exc.anchor}, line {exc.line}); aliases "
+            "are not accepted in front matter, because they can expand to a huge amount of "
+            "metadata: write the values out"
+        ) from exc
     except yaml.YAMLError as exc:
         # Keep the whole file as text: losing content over a typo in metadata is worse.
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         warnings.append(f"the front matter is not valid YAML{where}; it was kept as text")
     else:
-        metadata = {str(k): jsonable(v) for k, v in post.metadata.items()}
+        metadata = jsonable(dict(post.metadata), max_chars=limits.max_metadata_bytes)
         body = post.content
 
     text, headings = _normalise_headings(body)
