@@ -32,6 +32,7 @@ from query_app.forms import AskForm, HistoryFilterForm, ModelSettingsForm, Rerun
 from query_app.model_settings import (
     ModelSettingInvalid,
     chat_connection_test_change,
+    is_loopback_url,
     is_model_settings_admin,
     local_chat_servers_detect,
     model_settings_overview,
@@ -314,13 +315,16 @@ def _model_settings_admin(request: HttpRequest) -> None:
 
 
 def _fill_in(request: HttpRequest) -> dict[str, str]:
-    """Values a detected local server's "Use" link fills in (shown, not saved)."""
-    fill = {}
-    for field, param in (("chat_base_url", "use_base_url"), ("chat_model", "use_model")):
-        value = request.GET.get(param, "").strip()
-        if value:
-            fill[field] = value[:500]
-    return fill
+    """Values a detected local server's "Use" link fills in (shown, not saved).
+
+    Only a loopback address is taken: a link from elsewhere cannot present a
+    remote server as one found on this machine.
+    """
+    base_url = request.GET.get("use_base_url", "").strip()[:500]
+    model = request.GET.get("use_model", "").strip()[:200]
+    if not base_url or not is_loopback_url(base_url):
+        return {}
+    return {"chat_base_url": base_url} | ({"chat_model": model} if model else {})
 
 
 @require_http_methods(["GET", "POST"])

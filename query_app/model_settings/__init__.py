@@ -26,7 +26,11 @@ from query_app.model_settings.errors import (
     ModelSettingsError,
     NotAnAdministrator,
 )
-from query_app.model_settings.local_servers import LocalServer, local_chat_servers_detect
+from query_app.model_settings.local_servers import (
+    LocalServer,
+    is_loopback_url,
+    local_chat_servers_detect,
+)
 from query_app.model_settings.store import (
     ENV_VARS,
     FIELDS,
@@ -68,6 +72,7 @@ __all__ = [
     "chat_connection_test",
     "chat_connection_test_change",
     "chat_endpoint_resolve",
+    "is_loopback_url",
     "is_model_settings_admin",
     "local_chat_servers_detect",
     "model_setting_resolve",

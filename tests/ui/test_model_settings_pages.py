@@ -288,3 +288,9 @@ def test_no_local_server_says_so(admin, no_environment, rag_set):
     rag_set("chat.local_servers", [{"kind": "llama.cpp", "url": "http://127.0.0.1:9"}])
     fragment = text_of(admin.get(f"{URL}?detect=1", HTTP_HX_REQUEST="true"))
     assert "No Ollama (127.0.0.1:11434) or llama.cpp server (127.0.0.1:8080) answers" in fragment
+
+
+def test_a_fill_in_link_naming_a_remote_server_is_ignored(admin, no_environment):
+    page = text_of(admin.get(f"{URL}?use_base_url=http://attacker.example/v1&use_model=x"))
+    assert field_value(page, "chat_base_url") in (None, "")
+    assert "Filled in from the server found on this machine" not in page
