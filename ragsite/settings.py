@@ -42,10 +42,50 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 VAR_DIR = Path(env_str("RAGSITE_VAR_DIR", str(BASE_DIR / "var")))
 
-SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
+# Published with the code, so it protects nothing: bin/start refuses it unless DEBUG
+# is on and the site listens on loopback only.
+DEV_SECRET_KEY = "dev-only-insecure-key-change-me-in-production"
+
+
+def _installation_secret_key() -> str:
+    """The key bin/start generated for this installation (var/secret_key), if there is one."""
+    try:
+        return (VAR_DIR / "secret_key").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+SECRET_KEY = env_str("SECRET_KEY") or _installation_secret_key() or DEV_SECRET_KEY
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+# --- HTTPS, cookies and headers (``manage.py check --deploy``) -------------------
+# Off by default so the site works over plain http on loopback; docker-compose.yml
+# turns them on for a deployment behind a TLS-terminating proxy.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Load balancer and docker health checks call it over plain http.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+# "HTTP_X_FORWARDED_PROTO,https": the header (as Django names it) and value by which
+# the proxy in front says the request came over https. Only behind a proxy that
+# sets it on every request: a client could send it too.
+_PROXY_SSL_HEADER = env_list("SECURE_PROXY_SSL_HEADER")
+if _PROXY_SSL_HEADER and len(_PROXY_SSL_HEADER) != 2:
+    raise ValueError(
+        f"SECURE_PROXY_SSL_HEADER is {env_str('SECURE_PROXY_SSL_HEADER')!r}; "
+        "expected HEADER,VALUE such as HTTP_X_FORWARDED_PROTO,https"
+    )
+SECURE_PROXY_SSL_HEADER = (
+    (_PROXY_SSL_HEADER[0], _PROXY_SSL_HEADER[1]) if _PROXY_SSL_HEADER else None
+)
+SECURE_REFERRER_POLICY = env_str("SECURE_REFERRER_POLICY", "same-origin")
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 14 * 24 * 3600)
+X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
