@@ -8,6 +8,7 @@ library (``include_plotlyjs=False``); pages load the package's own bundled
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import plotly.graph_objects as go
@@ -18,6 +19,9 @@ from eval_app.selectors import SeriesPoint
 
 STAGE_LABELS = dict(EvalCaseResult.Stage.choices)
 _CONFIG = {"displaylogo": False, "responsive": True}
+# Points of different profiles of one run sit this share of the time axis apart.
+PROFILE_SPREAD = 0.012
+SINGLE_RUN_SPAN = timedelta(minutes=10)
 _LAYOUT: dict[str, Any] = {
     "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
     "height": 320,
@@ -42,23 +46,50 @@ def _error_bars(points: Sequence[SeriesPoint]) -> dict[str, Any] | None:
     }
 
 
+def profile_offsets(
+    series: dict[str, list[SeriesPoint]], *, share: float = PROFILE_SPREAD
+) -> dict[str, timedelta]:
+    """How far each profile's points move along the time axis so they sit side by side.
+
+    Every profile of a run is measured at the same moment, so their points (and
+    error bars) would be drawn on top of each other. Each profile gets its own
+    small, fixed offset (profiles in series order, centred on the true time): a
+    ``share`` of the axis's span between neighbours (of ``SINGLE_RUN_SPAN`` when
+    there is one run), so they are apart on screen whatever the span.
+    """
+    labels = list(series)
+    times = [p.when for points in series.values() for p in points if p.when is not None]
+    span = max(times) - min(times) if times else timedelta(0)
+    step = (span or SINGLE_RUN_SPAN) * share
+    middle = (len(labels) - 1) / 2
+    return {label: step * (index - middle) for index, label in enumerate(labels)}
+
+
 def metric_over_time_figure(
     metric: str, series: dict[str, list[SeriesPoint]], *, title: str = ""
 ) -> go.Figure:
-    """One line per profile over the runs, with the 95% interval as error bars."""
+    """One line per profile over the runs, with the 95% interval as error bars.
+
+    Profiles measured by the same run are drawn slightly apart (``profile_offsets``);
+    the hover text gives the run's real finishing time.
+    """
     figure = go.Figure()
+    offsets = profile_offsets(series)
     for label, points in series.items():
         figure.add_trace(
             go.Scatter(
-                x=[p.when for p in points],
+                x=[p.when + offsets[label] if p.when is not None else None for p in points],
                 y=[p.value for p in points],
                 error_y=_error_bars(points),
                 mode="lines+markers",
                 name=label,
-                customdata=[[p.run_id, p.code_version] for p in points],
+                customdata=[
+                    [p.run_id, p.code_version, f"{p.when:%Y-%m-%d %H:%M}" if p.when else ""]
+                    for p in points
+                ],
                 hovertemplate=(
                     f"{label}<br>{metric} %{{y:.3f}}<br>run %{{customdata[0]}} · "
-                    "%{customdata[1]}<extra></extra>"
+                    "%{customdata[1]}<br>%{customdata[2]}<extra></extra>"
                 ),
             )
         )
@@ -92,6 +123,8 @@ def quality_latency_figure(run: EvalRun, *, metric: str) -> go.Figure:
                 textposition="top center",
                 name=label,
                 marker={"size": 12},
+                # A label above a point at the edge draws into the margin, not cut.
+                cliponaxis=False,
             )
         )
     figure.update_layout(
@@ -100,7 +133,8 @@ def quality_latency_figure(run: EvalRun, *, metric: str) -> go.Figure:
         yaxis_title=metric,
         **_LAYOUT,
     )
-    figure.update_yaxes(range=[0, 1.05])
+    # Room above 1.0 for the profile labels drawn over the points.
+    figure.update_yaxes(range=[0, 1.15])
     return figure
 
 

@@ -1,13 +1,16 @@
-"""The "start a run" form of the evaluation pages."""
+"""Forms of the evaluation pages: start a run, filter a run's cases."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
 
 from eval_app.harness.datasets import known_datasets
+from eval_app.models import EvalCaseResult
+from eval_app.selectors import DEFAULT_CASE_SORT, OUTCOME_FAILED, OUTCOME_PASSED, CaseFilter
 from query_app.services import profile_names
 
 
@@ -82,3 +85,38 @@ class EvalStartForm(forms.Form):
 
     def dataset_path(self) -> Path:
         return Path(settings.BASE_DIR) / self.cleaned_data["dataset"]
+
+
+class CaseFilterForm(forms.Form):
+    """The filter above a run's cases table (a GET form; also what the CSV export reads)."""
+
+    q = forms.CharField(label="Search", required=False, max_length=200)
+    profile = forms.ChoiceField(label="Profile", required=False, choices=())
+    outcome = forms.ChoiceField(label="Outcome", required=False, choices=())
+
+    def __init__(self, *args: Any, profiles: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["q"].widget.attrs.update(
+            {"placeholder": "case id, question or failure detail", "type": "search"}
+        )
+        cast(forms.ChoiceField, self.fields["profile"]).choices = [
+            ("", "every profile"),
+            *[(label, label) for label in profiles],
+        ]
+        cast(forms.ChoiceField, self.fields["outcome"]).choices = [
+            ("", "every outcome"),
+            (OUTCOME_PASSED, "passed"),
+            (OUTCOME_FAILED, "failed (any stage)"),
+            *EvalCaseResult.Stage.choices,
+        ]
+
+    def filters(self) -> CaseFilter:
+        """The filter asked for; an invalid field (an unknown profile) counts as not given."""
+        self.is_valid()
+        data = self.cleaned_data
+        return CaseFilter(
+            text=data.get("q") or "",
+            profile=data.get("profile") or "",
+            outcome=data.get("outcome") or "",
+            sort=(self.data.get("sort") or DEFAULT_CASE_SORT)[:20],
+        )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
 from eval_app.models import EvalCaseResult, EvalRun
 
@@ -89,6 +89,89 @@ def metric_series(
                     )
                 )
     return series
+
+
+# Outcome filters besides the failure stages themselves.
+OUTCOME_PASSED = "passed"
+OUTCOME_FAILED = "failed"
+# Sortable columns of the cases table: the key a link carries, and its ordering.
+CASE_SORTS: dict[str, tuple[str, ...]] = {
+    "case": ("case_id", "profile_rank"),
+    "profile": ("profile_rank", "case_id"),
+    "outcome": ("stage_rank", "case_id", "profile_rank"),
+    "latency": ("latency_ms", "case_id", "profile_rank"),
+}
+DEFAULT_CASE_SORT = "case"
+
+
+@dataclass(frozen=True)
+class CaseFilter:
+    """What the cases table of a run shows: text, profile, outcome, order.
+
+    ``outcome`` is "" (every case), "passed", "failed" (any stage) or one failure
+    stage; ``sort`` a key of ``CASE_SORTS``, "-" in front for descending.
+    """
+
+    text: str = ""
+    profile: str = ""
+    outcome: str = ""
+    sort: str = DEFAULT_CASE_SORT
+
+    @property
+    def sort_key(self) -> str:
+        key = self.sort.removeprefix("-")
+        return key if key in CASE_SORTS else DEFAULT_CASE_SORT
+
+    @property
+    def descending(self) -> bool:
+        return self.sort.startswith("-") and self.sort_key == self.sort[1:]
+
+    @property
+    def order(self) -> str:
+        """The sort as a link carries it: a known key, "-" in front when descending."""
+        return f"-{self.sort_key}" if self.descending else self.sort_key
+
+
+def case_results_filter(*, run: EvalRun, filters: CaseFilter) -> QuerySet[EvalCaseResult]:
+    """The run's case results that match ``filters``, in its order.
+
+    Profiles sort in the run's comparison order, outcomes in pipeline order
+    (passed first, then the stage that lost the case, earliest stage first).
+    """
+    results = run.results.all()
+    text = filters.text.strip()
+    if text:
+        results = results.filter(
+            Q(case_id__icontains=text)
+            | Q(question__icontains=text)
+            | Q(failure_detail__icontains=text)
+        )
+    if filters.profile:
+        results = results.filter(profile=filters.profile)
+    if filters.outcome == OUTCOME_PASSED:
+        results = results.filter(failure_stage="")
+    elif filters.outcome == OUTCOME_FAILED:
+        results = results.exclude(failure_stage="")
+    elif filters.outcome:
+        results = results.filter(failure_stage=filters.outcome)
+    stages = [stage for stage, _label in EvalCaseResult.Stage.choices]
+    results = results.annotate(
+        profile_rank=_rank("profile", list(run.profiles)),
+        stage_rank=_rank("failure_stage", ["", *stages]),
+    )
+    order = CASE_SORTS[filters.sort_key]
+    if filters.descending:
+        order = (f"-{order[0]}", *order[1:])
+    return results.order_by(*order, "pk")
+
+
+def _rank(field_name: str, values: Sequence[str]) -> Case:
+    """An integer column: the position of ``field_name``'s value in ``values`` (else last)."""
+    return Case(
+        *[When(**{field_name: value}, then=Value(i)) for i, value in enumerate(values)],
+        default=Value(len(values)),
+        output_field=IntegerField(),
+    )
 
 
 def case_results(*, run: EvalRun, case_id: str) -> list[EvalCaseResult]:

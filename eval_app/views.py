@@ -7,13 +7,15 @@ minutes) is for staff. A running run's page polls its progress partial with htmx
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
+from typing import Any
 
 import plotly
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import cache_control
@@ -21,15 +23,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from eval_app import charts
 from eval_app.datasets import DatasetError
-from eval_app.forms import EvalStartForm
+from eval_app.forms import CaseFilterForm, EvalStartForm
 from eval_app.harness.aggregate import STAGE_KEYS
 from eval_app.harness.report import STAGE_LABELS, format_interval, judge_words
 from eval_app.harness.types import LOWER_IS_BETTER, EvalError, metric_names
 from eval_app.models import EvalRun
 from eval_app.selectors import (
+    DEFAULT_CASE_SORT,
+    CaseFilter,
     EvalCaseNotFound,
     EvalRunNotFound,
     case_results,
+    case_results_filter,
     dataset_names,
     eval_run_get,
     eval_runs,
@@ -184,11 +189,78 @@ def _pair_rows(run: EvalRun) -> list[dict[str, object]]:
     return rows
 
 
+CASE_COLUMNS = [
+    ("case", "Case"),
+    ("profile", "Profile"),
+    ("outcome", "Outcome"),
+    ("latency", "Latency"),
+]
+CASES_PER_PAGE = 100
+
+
+def _cases_context(request: HttpRequest, run: EvalRun) -> dict[str, Any]:
+    """The cases table: filter form, sortable headers, one page of rows, CSV link."""
+    form = CaseFilterForm(request.GET, profiles=list(run.profiles))
+    filters = form.filters()
+    page = Paginator(case_results_filter(run=run, filters=filters), CASES_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    query = _case_query(filters)
+    columns = []
+    for key, label in CASE_COLUMNS:
+        current = filters.sort_key == key
+        ascending_next = not current or filters.descending
+        columns.append(
+            {
+                "label": label,
+                "key": key,
+                "numeric": key == "latency",
+                "href": "?"
+                + _case_query(filters, sort=key if ascending_next else f"-{key}")
+                + "#cases-h",
+                "aria_sort": (
+                    ("descending" if filters.descending else "ascending") if current else ""
+                ),
+            }
+        )
+    return {
+        "case_form": form,
+        "case_filters": filters,
+        "case_page": page,
+        "case_columns": columns,
+        "case_query": query,
+        "cases_csv": reverse("eval:cases_csv", args=[run.pk]) + (f"?{query}" if query else ""),
+        "case_filtered": bool(filters.text or filters.profile or filters.outcome),
+    }
+
+
+def _case_query(filters: CaseFilter, *, sort: str | None = None) -> str:
+    """The query string of ``filters`` (with another sort), for links and the CSV export."""
+    query = QueryDict(mutable=True)
+    for name, value in (
+        ("q", filters.text),
+        ("profile", filters.profile),
+        ("outcome", filters.outcome),
+    ):
+        if value:
+            query[name] = value
+    wanted = sort if sort is not None else filters.order
+    if wanted != DEFAULT_CASE_SORT:
+        query["sort"] = wanted
+    return query.urlencode()
+
+
 @login_required
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The run's report; while it runs, htmx polls the progress partial."""
+    """The run's report; while it runs, htmx polls the progress partial.
+
+    The cases table is filtered and sorted server-side (``?q=&profile=&outcome=&sort=``);
+    htmx swaps just the table when the filter changes.
+    """
     run = _run(run_id)
+    if is_htmx(request) and request.headers.get("HX-Target") == "cases":
+        return render(request, "eval/run.html#cases", {"run": run, **_cases_context(request, run)})
     if is_htmx(request):
         response = render(request, "eval/run.html#progress", {"run": run})
         if run.is_finished and request.GET.get("poll"):
@@ -222,15 +294,80 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
                 "stages_figure": charts.figure_html(
                     charts.failure_stages_figure(run), div_id="failure-stages"
                 ),
-                "results": run.results.only(
-                    "profile", "case_id", "question", "failure_stage", "refused", "latency_ms"
-                ).order_by("case_id", "profile"),
                 "compare_with": eval_runs(dataset_name=run.dataset_name)
                 .exclude(pk=run.pk)
                 .filter(status=EvalRun.Status.SUCCEEDED)[:20],
             }
         )
+        context.update(_cases_context(request, run))
     return render(request, "eval/run.html", context)
+
+
+CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_text(value: str) -> str:
+    """Text a spreadsheet will not run as a formula (a question may start with "=")."""
+    return f"'{value}" if value.startswith(CSV_FORMULA_START) else value
+
+
+@login_required
+@require_GET
+def run_cases_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's cases as CSV, filtered and sorted like the table (every page)."""
+    run = _run(run_id)
+    filters = CaseFilterForm(request.GET, profiles=list(run.profiles)).filters()
+    metrics = metric_names(run.k_values)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="eval-run-{run.pk}-cases.csv"'
+    writer = csv.writer(response)
+    writer.writerow(
+        [
+            "case_id",
+            "profile",
+            "outcome",
+            "failure_stage",
+            "failure_detail",
+            "question",
+            "tags",
+            "should_refuse",
+            "refused",
+            "latency_ms",
+            "model_calls",
+            *metrics,
+        ]
+    )
+    rows = case_results_filter(run=run, filters=filters).only(
+        "case_id",
+        "profile",
+        "failure_stage",
+        "failure_detail",
+        "question",
+        "tags",
+        "should_refuse",
+        "refused",
+        "latency_ms",
+        "model_calls",
+        "metrics",
+    )
+    for result in rows.iterator(chunk_size=500):
+        writer.writerow(
+            [
+                _csv_text(result.case_id),
+                _csv_text(result.profile),
+                "passed" if result.passed else STAGE_LABELS.get(result.failure_stage, ""),
+                result.failure_stage,
+                _csv_text(result.failure_detail),
+                _csv_text(result.question),
+                _csv_text(";".join(str(tag) for tag in result.tags or [])),
+                "yes" if result.should_refuse else "no",
+                "yes" if result.refused else "no",
+                f"{result.latency_ms:.1f}",
+                result.model_calls,
+                *["" if (v := result.metrics.get(name)) is None else v for name in metrics],
+            ]
+        )
+    return response
 
 
 @login_required

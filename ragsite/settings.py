@@ -289,6 +289,9 @@ RAG: dict[str, Any] = {
         # Budget in the embedding model's own tokens; all-MiniLM-L6-v2 reads 256.
         "chunk_tokens": env_int("RAG_CHUNK_TOKENS", 200),
         "chunk_overlap_tokens": env_int("RAG_CHUNK_OVERLAP_TOKENS", 0),
+        # Most characters in a chunk; 0 = 8 per token of the budget (a run without
+        # spaces is one unknown token for the model however long it is).
+        "chunk_max_chars": env_int("RAG_CHUNK_MAX_CHARS", 0),
         "max_file_bytes": env_int("RAG_MAX_FILE_BYTES", 50 * 1024 * 1024),
         "max_text_chars": env_int("RAG_MAX_TEXT_CHARS", 20_000_000),
         "max_pdf_pages": env_int("RAG_MAX_PDF_PAGES", 2000),

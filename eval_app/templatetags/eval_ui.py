@@ -6,6 +6,7 @@ from typing import Any
 
 import plotly
 from django import template
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -16,9 +17,15 @@ register = template.Library()
 
 @register.simple_tag
 def plotly_script() -> str:
-    """The ``<script>`` loading plotly.js from the installed package (versioned URL)."""
+    """The ``<script>`` loading plotly.js from the installed package (versioned URL).
+
+    With it, ``eval/figures.js``, which keeps each figure as wide as its box.
+    """
     return format_html(
-        '<script src="{}?v={}"></script>', reverse("eval:plotly_js"), plotly.__version__
+        '<script src="{}?v={}"></script><script src="{}" defer></script>',
+        reverse("eval:plotly_js"),
+        plotly.__version__,
+        static("eval/figures.js"),
     )
 
 

@@ -14,7 +14,15 @@ from collections_app.ingestion.chunking import (
     chunk_id,
     get_chunker,
 )
-from collections_app.ingestion.types import ChunkDraft, LoadedDocument, PageSpan, UnknownChunker
+from collections_app.ingestion.limits import IngestionLimits
+from collections_app.ingestion.loaders import load_document
+from collections_app.ingestion.types import (
+    ChunkDraft,
+    LoadedDocument,
+    PageSpan,
+    RawSource,
+    UnknownChunker,
+)
 
 STRATEGIES = sorted(CHUNKERS)
 
@@ -126,6 +134,56 @@ def test_budget_never_exceeds_what_the_model_reads(strategy, embedder):
 
     assert max(d.token_count for d in drafts) <= embedder.max_tokens
     assert all(embedder.count_tokens(d.text) <= embedder.max_tokens for d in drafts)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_run_longer_than_the_tokenizer_reads_is_bounded_in_characters(strategy, embedder):
+    # A "word" of 300,000 letters is one [UNK] for the model: only characters bound it.
+    text = f"# Notes\n\nA short opening paragraph.\n\n{'x' * 300_000}\n\nA closing sentence here."
+    doc = _doc(text)
+    chunker = get_chunker(strategy, embedder=embedder)
+    drafts = chunker.chunk(doc)
+
+    assert chunker.max_chars == 8 * chunker.limit == 1600
+    assert max(len(d.text) for d in drafts) <= 1600
+    covered: set[int] = set()
+    for draft in drafts:
+        covered.update(range(draft.char_start, draft.char_end))
+    run_start = text.index("x" * 100)
+    assert set(range(run_start, run_start + 300_000)) <= covered
+    for draft in drafts:
+        offset = int(draft.metadata.get("text_offset", 0))
+        assert draft.text[offset:] == _span(doc, draft)
+        assert draft.token_count == embedder.count_tokens(draft.text)
+
+
+def test_many_tiny_inline_elements_are_bounded_in_characters(embedder):
+    page = "<html><body><p>" + "<span>w</span>" * 100_000 + "</p></body></html>"
+    doc = load_document(
+        RawSource(location="/srv/w.html", origin="path", data=page.encode(), filename="w.html"),
+        limits=IngestionLimits(),
+    )
+    drafts = get_chunker("recursive", embedder=embedder).chunk(doc)
+    assert len(doc.text) == 100_000
+    assert len(drafts) == 63
+    assert max(len(d.text) for d in drafts) == 1600
+    assert "".join(d.text for d in drafts) == doc.text
+
+
+def test_the_character_bound_is_a_setting_that_shows_in_the_fingerprint(rag_set, embedder):
+    text = " ".join(f"word{n}" for n in range(2000))
+    default = get_chunker("fixed", embedder=embedder)
+    rag_set("ingestion.chunk_max_chars", 300)
+    bounded = get_chunker("fixed", embedder=embedder)
+
+    drafts = bounded.chunk(_doc(text))
+    assert max(len(d.text) for d in drafts) <= 300
+    assert all(d.text[-1] != " " and _span(_doc(text), d) == d.text for d in drafts)
+    assert bounded.settings_fingerprint()["max_chars"] == 300
+    assert "max_chars" not in default.settings_fingerprint()
+    rag_set("ingestion.chunk_max_chars", 10)
+    with pytest.raises(InvalidChunkingOptions, match="RAG_CHUNK_MAX_CHARS must be at least 64"):
+        get_chunker("fixed", embedder=embedder)
 
 
 @pytest.mark.parametrize("separator", ["\n\n", "\n", " "])
@@ -282,7 +340,10 @@ def test_sentence_chunks_repeat_the_last_sentences_of_the_previous_chunk(overlap
     assert numbers == set(range(40))
 
 
-def test_fixed_windows_are_deterministic_and_overlap(embedder):
+def test_fixed_windows_are_deterministic_and_overlap(embedder, rag_set):
+    # Windows in tokens only: the 3,000-character identifier is cut by characters
+    # too under the default bound, into parts that cannot overlap.
+    rag_set("ingestion.chunk_max_chars", 100_000)
     doc = _doc(GUIDE + "\n\n" + _long_document())
     options = {"chunk_tokens": 50, "chunk_overlap_tokens": 10}
     first = get_chunker("fixed", options=options, embedder=embedder).chunk(doc)

@@ -46,6 +46,11 @@ CHUNK_TOKENS = Option(
 OVERLAP_TOKENS = Option(
     0, "tokens a chunk repeats from the one before", setting="chunk_overlap_tokens"
 )
+# Characters per token of budget that a chunk may hold at most (unless
+# ``RAG["ingestion"]["chunk_max_chars"]`` says otherwise). Prose averages 4-5
+# characters per wordpiece; a "word" longer than the tokenizer reads is one [UNK]
+# however long it is, so without a bound in characters 10 MB of "x" is one chunk.
+CHARS_PER_TOKEN_BOUND = 8
 
 
 @dataclass
@@ -91,6 +96,8 @@ class Chunker(ABC):
         self.counter = TokenCounter(embedder)
         # The model silently drops tokens past max_tokens, so the budget never exceeds it.
         self.limit = min(int(self.options["chunk_tokens"]), int(embedder.max_tokens))
+        self.max_chars_setting = _max_chars_setting()
+        self.max_chars = self.max_chars_setting or CHARS_PER_TOKEN_BOUND * self.limit
         self.validate()
 
     def validate(self) -> None:
@@ -104,7 +111,15 @@ class Chunker(ABC):
 
     def settings_fingerprint(self) -> dict[str, Any]:
         """The strategy and its resolved options; equal fingerprints chunk alike."""
-        return {"strategy": self.name, "version": self.version, "options": dict(self.options)}
+        fingerprint: dict[str, Any] = {
+            "strategy": self.name,
+            "version": self.version,
+            "options": dict(self.options),
+        }
+        if self.max_chars_setting:
+            # The default bound follows the token budget, which is in the options.
+            fingerprint["max_chars"] = self.max_chars_setting
+        return fingerprint
 
     def chunk(self, doc: LoadedDocument) -> list[ChunkDraft]:
         """Cut ``doc`` into chunk drafts with offsets, pages and section paths."""
@@ -118,25 +133,67 @@ class Chunker(ABC):
             for span in self.spans(structure, segment.blocks):
                 if span.tokens <= 0:
                     continue  # nothing the model would read (zero-width characters)
-                body = doc.text[span.start : span.end]
-                metadata: dict[str, object] = {"strategy": self.name, **span.metadata}
-                text = body
-                if span.prefix:
-                    text = f"{span.prefix}\n\n{body}"
-                    metadata["text_offset"] = len(span.prefix) + 2
-                drafts.append(
-                    ChunkDraft(
-                        text=text,
-                        ordinal=len(drafts),
-                        char_start=span.start,
-                        char_end=span.end,
-                        page=segment.page,
-                        section_path=structure.section_path_at(span.start),
-                        token_count=span.tokens + span.prefix_tokens,
-                        metadata=metadata,
+                prefix, prefix_tokens = span.prefix, span.prefix_tokens
+                if len(prefix) > self.max_chars // 2:
+                    prefix, prefix_tokens = "", 0
+                room = self.max_chars - (len(prefix) + 2 if prefix else 0)
+                for start, end, tokens in self._within_chars(doc.text, span, room):
+                    body = doc.text[start:end]
+                    metadata: dict[str, object] = {"strategy": self.name, **span.metadata}
+                    text = body
+                    if prefix:
+                        text = f"{prefix}\n\n{body}"
+                        metadata["text_offset"] = len(prefix) + 2
+                    drafts.append(
+                        ChunkDraft(
+                            text=text,
+                            ordinal=len(drafts),
+                            char_start=start,
+                            char_end=end,
+                            page=segment.page,
+                            section_path=structure.section_path_at(start),
+                            token_count=tokens + prefix_tokens,
+                            metadata=metadata,
+                        )
                     )
-                )
         return drafts
+
+    def _within_chars(self, text: str, span: ChunkSpan, room: int) -> list[tuple[int, int, int]]:
+        """``(start, end, tokens)`` of ``span``, cut so that no part exceeds ``room`` characters.
+
+        Cuts fall on the last whitespace of the second half of each window, else exactly
+        at the bound (a run without whitespace); the parts are stripped, so offsets stay
+        exact, and recounted in the model's tokens.
+        """
+        if span.end - span.start <= room:
+            return [(span.start, span.end, span.tokens)]
+        parts: list[tuple[int, int]] = []
+        position = span.start
+        while position < span.end:
+            while position < span.end and text[position].isspace():
+                position += 1
+            if position >= span.end:
+                break
+            stop = min(position + room, span.end)
+            if stop < span.end:
+                cut = max(
+                    text.rfind(" ", position + room // 2, stop),
+                    text.rfind("\n", position + room // 2, stop),
+                )
+                if cut > position:
+                    stop = cut
+            end = stop
+            while end > position and text[end - 1].isspace():
+                end -= 1
+            if end > position:
+                parts.append((position, end))
+            position = stop
+        counts = self.counter.count_many([text[start:end] for start, end in parts])
+        return [
+            (start, end, tokens)
+            for (start, end), tokens in zip(parts, counts, strict=True)
+            if tokens > 0
+        ]
 
     @abstractmethod
     def spans(self, structure: DocumentStructure, blocks: Sequence[Block]) -> list[ChunkSpan]:
@@ -187,6 +244,22 @@ class Chunker(ABC):
                 f"chunking option {key!r} must be at least {spec.minimum:g}{upper}, not {value}"
             )
         return value
+
+
+def _max_chars_setting() -> int:
+    """``RAG["ingestion"]["chunk_max_chars"]``, or 0: derive the bound from the budget."""
+    from django.conf import settings
+
+    value = settings.RAG.get("ingestion", {}).get("chunk_max_chars") or 0
+    try:
+        chars = int(value)
+    except (TypeError, ValueError):
+        raise InvalidChunkingOptions(
+            f"RAG_CHUNK_MAX_CHARS must be a whole number of characters, not {value!r}"
+        ) from None
+    if chars and chars < 64:
+        raise InvalidChunkingOptions(f"RAG_CHUNK_MAX_CHARS must be at least 64, not {chars}")
+    return max(chars, 0)
 
 
 def _unknown(name: str, known: list[str]) -> UnknownChunker:
