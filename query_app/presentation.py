@@ -17,6 +17,7 @@ from typing import Any
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from collections_app.highlight import MarkedSpan, mark_spans
 from query_app.pipeline.stages import STAGES
 
 MARKER = re.compile(r"\[(\d{1,3})\]")
@@ -53,6 +54,38 @@ def answer_html(
         cursor = match.end()
     parts.append(escape(text[cursor:]))
     return mark_safe("".join(parts))
+
+
+# Characters of the passage shown around the cited sentence(s) in the preview.
+PREVIEW_CONTEXT = 160
+
+
+def passage_preview(text: str, spans: Iterable[Mapping[str, Any]]) -> SafeString | None:
+    """The cited sentence(s) of a passage marked, with a little of the text around them.
+
+    ``spans`` are the citation's spans (offsets into the passage); None when it
+    has none (answers stored before citations carried them) or they do not fit
+    the text (the passage changed since).
+    """
+    marks = [
+        MarkedSpan(int(s["start"]), int(s["end"]), "cited sentence", "cited")
+        for s in spans
+        if isinstance(s.get("start"), int)
+        and isinstance(s.get("end"), int)
+        and 0 <= int(s["start"]) < int(s["end"]) <= len(text)
+    ]
+    if not marks:
+        return None
+    lo = max(0, min(m.start for m in marks) - PREVIEW_CONTEXT)
+    hi = min(len(text), max(m.end for m in marks) + PREVIEW_CONTEXT)
+    # Start and end the window at word boundaries.
+    if lo > 0:
+        lo = text.find(" ", lo) + 1 or lo
+    if hi < len(text):
+        hi = text.rfind(" ", 0, hi) if text.rfind(" ", 0, hi) > max(m.end for m in marks) else hi
+    local = [MarkedSpan(m.start - lo, m.end - lo, m.label, m.css_class) for m in marks]
+    body = mark_spans(text[lo:hi], local, first_id="cited-sentence")
+    return format_html("{}{}{}", "… " if lo > 0 else "", body, " …" if hi < len(text) else "")
 
 
 @dataclass

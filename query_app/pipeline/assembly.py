@@ -69,6 +69,21 @@ class Passage:
     block: str  # as rendered in the prompt
     tokens: int
 
+    def spans(self, offsets: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Spans of this passage (offsets into its text) as a citation carries them."""
+        base = self.candidate.char_start
+        return [
+            {
+                "text": self.text[start:end],
+                "start": start,
+                "end": end,
+                "char_start": base + start,
+                "char_end": base + end,
+                "page": self.candidate.page,
+            }
+            for start, end in offsets
+        ]
+
     def citation(self) -> Citation:
         c = self.candidate
         return Citation(

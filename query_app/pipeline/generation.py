@@ -22,12 +22,10 @@ from typing import Any
 from query_app.chat import ChatClient, ChatError
 from query_app.exceptions import ChatNotConfigured, GenerationFailed, UnknownGenerator
 from query_app.pipeline.assembly import AssembledContext
+from query_app.pipeline.extractive import Encode, align_spans, extract
 from query_app.pipeline.lexical import (
     MARKER_RE,
-    content_terms,
-    looks_like_instruction,
     markers_in,
-    split_sentences,
 )
 from query_app.pipeline.options import GenerationOptions
 from query_app.pipeline.prompts import answer_messages
@@ -55,45 +53,8 @@ class GenerationResult:
     details: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cited: list[int] = field(default_factory=list)
-
-
-def extractive_answer(
-    question: str, context: AssembledContext, *, max_sentences: int
-) -> tuple[str, dict[str, Any]]:
-    """Pick the sentences sharing most words with the question; quote them verbatim."""
-    wanted = set(content_terms(question))
-    scored: list[tuple[float, int, int, str]] = []
-    fallback: tuple[int, int, str] | None = None
-    skipped = 0
-    for passage in context.passages:
-        for position, sentence in enumerate(split_sentences(passage.text)):
-            if looks_like_instruction(sentence.text):
-                skipped += 1
-                continue
-            if sentence.text.endswith("?") or sentence.title:
-                continue  # a question or a title in a passage answers nothing
-            if fallback is None:
-                fallback = (passage.marker, position, sentence.text)
-            terms = set(content_terms(sentence.text))
-            if len(terms) < 2 or not wanted:
-                continue
-            share = len(wanted & terms) / len(wanted)
-            if share > 0:
-                # Earlier passages win ties: they ranked higher.
-                scored.append(
-                    (share - 0.001 * passage.marker, passage.marker, position, sentence.text)
-                )
-    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
-    chosen = [(m, p, s) for _, m, p, s in scored[:max_sentences]]
-    if not chosen and fallback is not None:
-        chosen = [fallback]
-    chosen.sort()
-    text = " ".join(f"{sentence} [{marker}]" for marker, _, sentence in chosen)
-    details = {
-        "sentences": len(chosen),
-        "skipped_instruction_like": skipped,
-    }
-    return text, details
+    # Per marker, the spans of its passage the answer rests on (offsets into the passage).
+    spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 def _clean_markers(text: str, n: int) -> tuple[str, list[int], list[int]]:
@@ -120,6 +81,11 @@ class GenerationRequest:
     chat: ChatClient | None
     allow_fallback: bool
     stream: bool
+    # The collection's embedding model, to score sentences against the question.
+    encode: Encode | None = None
+    model: str = ""
+    # The relevance floor every quoted sentence must clear on its own.
+    floor: float | None = None
 
 
 Writer = Callable[[GenerationRequest], Generator[Any, None, GenerationResult]]
@@ -144,26 +110,37 @@ def generate(
     chat: ChatClient | None,
     allow_fallback: bool,
     stream: bool,
+    encode: Encode | None = None,
+    model: str = "",
+    floor: float | None = None,
 ) -> Generator[Any, None, GenerationResult]:
     """Yield answer pieces (or RESET) while generating; return the GenerationResult."""
     if not context.passages:
-        yield NOT_FOUND_ANSWER
-        return GenerationResult(
-            text=NOT_FOUND_ANSWER, mode="not-found", details={"generator": "none", "model_calls": 0}
-        )
-    request = GenerationRequest(question, context, options, chat, allow_fallback, stream)
+        return (yield from _not_found({"generator": "none", "model_calls": 0}))
+    request = GenerationRequest(
+        question, context, options, chat, allow_fallback, stream, encode, model, floor
+    )
     return (yield from GENERATORS.get(options.generator).write(request))
 
 
+def _not_found(
+    details: dict[str, Any], warnings: list[str] | None = None
+) -> Generator[Any, None, GenerationResult]:
+    yield NOT_FOUND_ANSWER
+    return GenerationResult(
+        text=NOT_FOUND_ANSWER, mode="not-found", details=details, warnings=warnings or []
+    )
+
+
 def _write_extractive(request: GenerationRequest) -> Generator[Any, None, GenerationResult]:
-    return (yield from _extractive(request.question, request.context, request.options, []))
+    return (yield from _extractive(request, []))
 
 
 def _write_auto(request: GenerationRequest) -> Generator[Any, None, GenerationResult]:
     if request.chat is not None:
         return (yield from _llm(request, request.chat, []))
     warnings = ["no chat model is configured; answered extractively"]
-    return (yield from _extractive(request.question, request.context, request.options, warnings))
+    return (yield from _extractive(request, warnings))
 
 
 def _write_llm(request: GenerationRequest) -> Generator[Any, None, GenerationResult]:
@@ -175,7 +152,7 @@ def _write_llm(request: GenerationRequest) -> Generator[Any, None, GenerationRes
         "generator 'llm' asked for but no chat model is configured",
         "no chat model is configured; answered extractively",
     ]
-    return (yield from _extractive(request.question, request.context, request.options, warnings))
+    return (yield from _extractive(request, warnings))
 
 
 def _llm(
@@ -214,7 +191,7 @@ def _llm(
         if pieces:
             yield RESET
         warnings.append(f"the chat model {chat.name} failed ({exc}); answered extractively")
-        result = yield from _extractive(question, context, options, warnings)
+        result = yield from _extractive(request, warnings)
         result.details["fallback_from"] = "llm"
         return result
 
@@ -238,21 +215,38 @@ def _llm(
         details={"generator": "llm", "model": chat.name, "cited": cited},
         warnings=warnings,
         cited=cited,
+        spans=align_spans(text, context, encode=request.encode, model=request.model),
     )
 
 
 def _extractive(
-    question: str, context: AssembledContext, options: GenerationOptions, warnings: list[str]
+    request: GenerationRequest, warnings: list[str]
 ) -> Generator[Any, None, GenerationResult]:
-    text, details = extractive_answer(question, context, max_sentences=options.max_sentences)
+    found = extract(
+        request.question,
+        request.context,
+        encode=request.encode,
+        model=request.model,
+        max_sentences=request.options.max_sentences,
+        floor=request.floor,
+        sentence_floor=request.options.min_sentence_similarity,
+    )
+    details: dict[str, Any] = {"generator": "extractive", **found.details}
+    if not found.quotes:
+        details["reason"] = "no sentence of the passages is relevant enough on its own"
+        details["cited"] = []
+        return (yield from _not_found(details, warnings))
+    text = found.text()
     yield from _pieces(text)
     cited = markers_in(text)
+    details["cited"] = cited
     return GenerationResult(
         text=text,
         mode="extractive",
-        details={"generator": "extractive", **details, "cited": cited},
+        details=details,
         warnings=warnings,
         cited=cited,
+        spans=found.spans(),
     )
 
 

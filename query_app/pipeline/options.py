@@ -28,6 +28,10 @@ class TransformOptions:
     variants: int = 3  # paraphrases asked for by multi-query / rag-fusion
 
 
+# pgvector's upper bound on hnsw.ef_search: a larger value is an SQL error.
+MAX_EF_SEARCH = 1000
+
+
 @dataclass(frozen=True)
 class RetrievalOptions:
     mode: str = "vector"  # vector | keyword | hybrid
@@ -43,7 +47,8 @@ class RetrievalOptions:
     keyword_pool: int = 1000
     # Codes in the question (ERR-4471, v2.3.1, sha256) must appear in keyword hits.
     require_codes: bool = True
-    # HNSW search breadth; None means max(40, 2 * candidate_k).
+    # HNSW search breadth; None means max(40, 2 * candidate_k), at most
+    # MAX_EF_SEARCH (pgvector refuses more).
     ef_search: int | None = None
 
 
@@ -63,6 +68,9 @@ class RerankOptions:
     min_score: float | None = None
     batch_size: int = 32
     max_length: int = 512
+    # A reranker whose model is missing (no cross-encoder configured, no chat model
+    # for ``llm``) is skipped with a trace warning; True makes that an error instead.
+    required: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,9 @@ class ContextOptions:
 class GenerationOptions:
     generator: str = "auto"  # auto | llm | extractive
     max_sentences: int = 3  # extractive answers
+    # Extractive answers quote a sentence only when its own cosine to the question
+    # (read with its document's title) reaches this; None: no sentence floor.
+    min_sentence_similarity: float | None = 0.25
     temperature: float = 0.0
     max_output_tokens: int = 512
     # Replaces the built-in grounded system prompt when set.
@@ -128,7 +139,7 @@ class QueryOptions:
     @property
     def ef_search(self) -> int:
         ef = self.retrieval.ef_search
-        return ef if ef is not None else max(40, 2 * self.candidate_k)
+        return ef if ef is not None else min(MAX_EF_SEARCH, max(40, 2 * self.candidate_k))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -17,7 +17,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from query_app.exceptions import InvalidOption, TopNOutOfRange, UnknownProfile
-from query_app.pipeline.options import QueryLimits, QueryOptions, options_build
+from query_app.pipeline.options import MAX_EF_SEARCH, QueryLimits, QueryOptions, options_build
 from query_app.pipeline.types import STAGES
 from ragsite.registry import Registry
 
@@ -159,8 +159,7 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
         raise InvalidOption(
             f"retrieval.candidate_k must be at most {limits.max_candidate_k}, got {o.candidate_k}"
         )
-    # pgvector caps hnsw.ef_search at 1000.
-    _check_range("retrieval.ef_search", o.retrieval.ef_search, 1, 1000)
+    _check_range("retrieval.ef_search", o.retrieval.ef_search, 1, MAX_EF_SEARCH)
     _check_range("retrieval.rrf_k", o.retrieval.rrf_k, 1, 10_000)
     _check_range("retrieval.bm25_k1", o.retrieval.bm25_k1, 0.0, 10.0)
     _check_range("retrieval.bm25_b", o.retrieval.bm25_b, 0.0, 1.0)
@@ -174,6 +173,9 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("context.max_tokens", o.context.max_tokens, 50, 1_000_000)
     _check_range("context.chars_per_token", o.context.chars_per_token, 0.5, 20.0)
     _check_range("generation.max_sentences", o.generation.max_sentences, 1, 50)
+    _check_range(
+        "generation.min_sentence_similarity", o.generation.min_sentence_similarity, -1.0, 1.0
+    )
     _check_range("generation.temperature", o.generation.temperature, 0.0, 2.0)
     _check_range("generation.max_output_tokens", o.generation.max_output_tokens, 1, 100_000)
     _check_range("groundedness.min_support", o.groundedness.min_support, 0.0, 1.0)

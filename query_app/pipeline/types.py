@@ -33,6 +33,17 @@ MODE_LABELS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
+class ConversationTurn:
+    """A previous turn of a conversation, as the condense stage reads it."""
+
+    question: str  # the user's words
+    answer: str = ""  # with its [n] markers; "" when the turn gave no answer
+    mode: str = ""  # the turn's answer mode (llm, extractive, not-found, ...)
+    # The question as retrieval read it when the turn was itself a follow-up.
+    standalone: str = ""
+
+
+@dataclass(frozen=True)
 class RagQuery:
     """One question against one collection with fully resolved options."""
 
@@ -48,6 +59,8 @@ class RagQuery:
     scope: str = ""
     # Stream generation token by token (the browser UI) or not.
     stream: bool = False
+    # The conversation's previous turns, oldest first (empty for a single question).
+    history: tuple[ConversationTurn, ...] = ()
 
 
 @dataclass
@@ -153,6 +166,9 @@ class Citation:
     section_path: list[str] = field(default_factory=list)
     # Whether the answer text actually carries this marker.
     cited: bool = False
+    # The sentence(s) of the passage the answer rests on: offsets in the passage
+    # (``start``/``end``) and in the source's text (``char_start``/``char_end``), page.
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -168,6 +184,7 @@ class Citation:
             "page": self.page,
             "section_path": list(self.section_path),
             "cited": self.cited,
+            "spans": [dict(span) for span in self.spans],
         }
 
 

@@ -9,6 +9,7 @@ from query_app.exceptions import ChatNotConfigured
 from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
 from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.retrieval import collection_embedder
 from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
 from query_app.pipeline.types import PipelineEvent, TokenEvent, TraceStep
 
@@ -50,13 +51,18 @@ class GenerateStage(Stage):
         self, state: PipelineState, step: TraceStep
     ) -> Generator[PipelineEvent, None, PipelineState]:
         calls_before = state.chat_calls
+        context = state.context or AssembledContext()
+        embedder = collection_embedder(state.query.collection) if context.passages else None
         pieces = generate(
-            question=state.query.question,
-            context=state.context or AssembledContext(),
+            question=state.answer_question,
+            context=context,
             options=state.options.generation,
             chat=state.chat,
             allow_fallback=state.query.allow_fallback,
             stream=state.query.stream,
+            encode=embedder.encode if embedder is not None else None,
+            model=embedder.profile.model if embedder is not None else "",
+            floor=state.options.floor.min_vector_similarity,
         )
         while True:
             try:
@@ -69,8 +75,15 @@ class GenerateStage(Stage):
         details: GenerateDetails = {"model_calls": state.chat_calls - calls_before}
         step.details.update(details)
         step.warnings += result.warnings
+        if result.mode == "not-found":
+            # Nothing qualified: no passage is presented as the answer's evidence.
+            return state.with_(generation=result, citations=())
+        by_marker = {p.marker: p for p in context.passages}
         for citation in state.citations:
             citation.cited = citation.marker in result.cited
+            passage = by_marker.get(citation.marker)
+            if passage is not None:
+                citation.spans = passage.spans(result.spans.get(citation.marker, []))
         return state.with_(generation=result)
 
     def summary(self, details: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,440 @@
+"""Extractive answers: the fewest whole sentences of the passages that answer the question.
+
+Every readable unit (sentence, list item, table row or record; see ``units``)
+of the passages is a candidate, except titles, half sentences cut by a chunk
+boundary, questions and sentences addressed to a language model. Each
+candidate is scored on its own:
+
+- ``similarity``: the cosine between the question's embedding and the unit's,
+  the unit read with its document's title in front ("Incident report: For 47
+  minutes …"), since a sentence alone often lacks what it is about;
+- ``novelty``: the share of its words the question does not already hold — a
+  sentence that only restates the question ("Beacon Cloud outage on 18 July")
+  answers nothing, so similarity counts for less the less it adds;
+- ``coverage``: the question's words it holds, each weighted by how rare it is
+  among the candidates (a word every passage repeats tells nothing apart);
+- the relevance of its passage.
+
+A sentence is quoted only when its own similarity clears the sentence floor
+and its passage clears the relevance floor; then the best one, and up to
+``max_sentences`` in all of those scoring at least ``JOIN_RATIO`` of it that do
+not repeat what is chosen (a sentence ending in ":" brings the line it
+introduces), in the order of the passages and of the text. No qualifying
+sentence means the not-found answer. The weights were set on the shipped
+golden dataset with the fast profile's passages (benchmarks/extractive.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from query_app.pipeline.assembly import AssembledContext, Passage
+from query_app.pipeline.lexical import (
+    answer_sentences,
+    content_terms,
+    jaccard,
+    looks_like_instruction,
+)
+from query_app.pipeline.units import TextUnit, text_units
+
+Encode = Callable[[Sequence[str]], np.ndarray]
+
+# A unit scoring at least this share of the best one's score may join it.
+JOIN_RATIO = 0.8
+# Weight of the rarity-weighted question-word coverage next to the cosine.
+LEXICAL_WEIGHT = 0.3
+# How much of the cosine depends on what the unit adds to the question.
+NOVELTY_WEIGHT = 0.5
+# Weight of the passage's own relevance.
+PASSAGE_WEIGHT = 0.3
+# Two units sharing this much of their words say the same thing.
+REPEAT_JACCARD = 0.6
+# Fewer words (with no digit or code among them) than this are not an answer.
+MIN_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Quote:
+    """One quotable unit: where it is in its passage, and how it scored."""
+
+    marker: int
+    unit: TextUnit
+    position: int  # index of the unit in its passage
+    title: str = ""  # its document's title, read with it
+    passage_similarity: float = 0.0
+    similarity: float = 0.0
+    score: float = 0.0
+
+
+@dataclass
+class Extract:
+    """The chosen quotes in reading order, and why others were left out."""
+
+    quotes: list[Quote] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        parts = []
+        for quote in self.quotes:
+            sentence = quote.unit.text
+            if not sentence.endswith((".", "!", "?", ":", ";", '"', "'", ")", "”", "`")):
+                sentence += "."  # list items and table rows read as sentences too
+            parts.append(f"{sentence} [{quote.marker}]")
+        return " ".join(parts)
+
+    def spans(self) -> dict[int, list[tuple[int, int]]]:
+        """Per marker, the quoted spans as offsets into the passage text."""
+        found: dict[int, list[tuple[int, int]]] = {}
+        for quote in self.quotes:
+            found.setdefault(quote.marker, []).append((quote.unit.start, quote.unit.end))
+        return found
+
+
+# "… and how do I fix it?", ", and on its battery?", ", and what is each one for?"
+_PART_SPLIT_RE = re.compile(
+    r"(?:,\s*|\s+)and\s+(?=(?:what|how|which|who|whom|when|where|why|is|are|was|were|does|do|"
+    r"did|can|could|should|on|in|for|its|their)\b)|,\s+(?=(?:what|how|which|who|when|where|why)\b)",
+    re.IGNORECASE,
+)
+_QUESTION_WORDS = frozenset(
+    [
+        "how",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "is",
+        "are",
+        "was",
+        "were",
+        "does",
+        "do",
+        "did",
+        "can",
+        "could",
+        "should",
+        "the",
+        "a",
+        "an",
+        "of",
+        "long",
+        "much",
+        "many",
+    ]
+)
+
+
+# Questions whose answer is a quantity, a duration, a date or a time: a sentence
+# without a number (digits or a number word) cannot answer them.
+_QUANTITY_RE = re.compile(
+    r"^\W*(?:how (?:much|many|long|often|old|far|big|large|fast|quickly|high|heavy|wide|soon)|"
+    r"when (?:is|was|will|are|were|did|does \w+ (?:start|end|open|close|expire))|what time|"
+    r"what (?:year|date|day|price)|in which year|which (?:year|date|day|port))\b",
+    re.IGNORECASE,
+)
+_NUMBER_RE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|dozen|once|twice|daily|weekly|monthly|yearly|"
+    r"annually|hourly|nightly|january|february|march|april|may|june|july|august|september|"
+    r"october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"midnight|noon|free)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_quantity(question: str) -> bool:
+    return bool(_QUANTITY_RE.search(question))
+
+
+def states_quantity(text: str) -> bool:
+    return bool(_NUMBER_RE.search(text))
+
+
+def question_parts(question: str) -> list[str]:
+    """The sub-questions of a question that asks two things ("What is X and how do I fix it?").
+
+    A later part borrows the first part's subject words, so "how do I fix it"
+    is searched as "how do I fix it EmbeddingProfileDrift".
+    """
+    parts = [p.strip(" ?,;") for p in _PART_SPLIT_RE.split(question) if p.strip(" ?,;")]
+    if len(parts) < 2:
+        return [question]
+    subject = " ".join(
+        w for w in re.findall(r"[\w.\-]+", parts[0]) if w.lower() not in _QUESTION_WORDS
+    )
+    return [parts[0], *(f"{part} {subject}" for part in parts[1:3])]
+
+
+class _VectorCache:
+    """Embeddings of recently scored units, per model (passages recur across questions)."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self._items: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def encode(self, encode: Encode, model: str, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if (model, t) not in self._items]
+        if missing:
+            vectors = encode(missing)
+            with self._lock:
+                for text, vector in zip(missing, vectors, strict=True):
+                    self._items[(model, text)] = vector
+                while len(self._items) > self._size:
+                    self._items.popitem(last=False)
+        with self._lock:
+            rows = []
+            for text in texts:
+                self._items.move_to_end((model, text))
+                rows.append(self._items[(model, text)])
+        return np.vstack(rows)
+
+
+_vectors = _VectorCache()
+
+
+def _answers_something(unit: TextUnit) -> bool:
+    text = unit.text
+    if not unit.quotable or text.endswith("?") or looks_like_instruction(text):
+        return False
+    return len(text.split()) >= MIN_WORDS or any(ch.isdigit() for ch in text)
+
+
+def _candidates(
+    context: AssembledContext, floor: float | None
+) -> tuple[list[tuple[Quote, TextUnit | None]], int, int]:
+    """Quotable units of the passages that clear the floor, each with the unit after it."""
+    quotes: list[tuple[Quote, TextUnit | None]] = []
+    skipped_instructions = 0
+    below_floor = 0
+    for passage in context.passages:
+        if not _passage_clears(passage, floor):
+            below_floor += 1
+            continue
+        units = text_units(passage.text)
+        for position, unit in enumerate(units):
+            if unit.quotable and looks_like_instruction(unit.text):
+                skipped_instructions += 1
+            if _answers_something(unit):
+                following = units[position + 1] if position + 1 < len(units) else None
+                quote = Quote(
+                    marker=passage.marker,
+                    unit=unit,
+                    position=position,
+                    title=passage.candidate.source_name,
+                    passage_similarity=passage.candidate.vector_similarity or 0.0,
+                )
+                quotes.append((quote, following))
+    return quotes, skipped_instructions, below_floor
+
+
+def _passage_clears(passage: Passage, floor: float | None) -> bool:
+    similarity = passage.candidate.vector_similarity
+    if floor is None or similarity is None or passage.candidate.exact_match:
+        return True
+    return similarity >= floor
+
+
+def _rarity(wanted: set[str], unit_terms: list[set[str]]) -> dict[str, float]:
+    """IDF of the question's words among the candidates (rarer = more telling)."""
+    n = len(unit_terms)
+    return {
+        t: math.log(1 + (n + 1) / (1 + sum(1 for terms in unit_terms if t in terms)))
+        for t in wanted
+    }
+
+
+def extract(
+    question: str,
+    context: AssembledContext,
+    *,
+    encode: Encode | None,
+    model: str = "",
+    max_sentences: int,
+    floor: float | None,
+    sentence_floor: float | None = None,
+) -> Extract:
+    """The quotes that answer ``question`` (none when nothing clears the floors)."""
+    found, skipped, below = _candidates(context, floor)
+    details: dict[str, Any] = {
+        "candidates": len(found),
+        "skipped_instruction_like": skipped,
+        "passages_below_floor": below,
+        "sentence_floor": sentence_floor,
+    }
+    if not found:
+        return Extract(details=details)
+    parts = question_parts(question)
+    probes = [question, *parts] if len(parts) > 1 else [question]
+    unit_terms = [set(content_terms(q.unit.text)) for q, _ in found]
+    if encode is not None:
+        texts = [f"{q.title}: {q.unit.text}" if q.title else q.unit.text for q, _ in found]
+        vectors = _vectors.encode(encode, model, [*probes, *texts])
+        sims = vectors[len(probes) :] @ vectors[: len(probes)].T  # units x probes
+    else:  # no embedder: coverage alone ranks, nothing is held to the sentence floor
+        sims = np.zeros((len(found), len(probes)))
+    held_to = sentence_floor if encode is not None else None
+    exact = {p.marker for p in context.passages if p.candidate.exact_match}
+    # One ranking for the whole question, and for a two-part one, one per part.
+    rankings = [
+        _scored(found, unit_terms, sims[:, i], probe, floor=held_to, exact=exact)
+        for i, probe in enumerate(probes)
+    ]
+    scored = rankings[0]
+    details["qualified"] = len(scored)
+    if len(parts) > 1:
+        details["question_parts"] = parts
+    if not scored:
+        details["best_sentence_similarity"] = round(float(sims.max()), 4)
+        return Extract(details=details)
+    chosen = _choose(scored, max_sentences, parts=[r for r in rankings[1:] if r])
+    chosen.sort(key=lambda q: (q.marker, q.position))
+    details["sentences"] = len(chosen)
+    details["scores"] = [round(q.score, 4) for q in chosen]
+    return Extract(quotes=chosen, details=details)
+
+
+def _scored(
+    found: list[tuple[Quote, TextUnit | None]],
+    unit_terms: list[set[str]],
+    sims: np.ndarray,
+    probe: str,
+    *,
+    floor: float | None,
+    exact: set[int],
+) -> list[tuple[Quote, TextUnit | None]]:
+    """The units that clear the sentence floor for ``probe``, best first."""
+    wanted = set(content_terms(probe))
+    rarity = _rarity(wanted, unit_terms)
+    total = sum(rarity.values()) or 1.0
+    quantity = asks_for_quantity(probe)
+    scored = []
+    for (quote, following), terms, sim in zip(found, unit_terms, sims, strict=True):
+        if floor is not None and quote.marker not in exact and sim < floor:
+            continue
+        if quantity and not states_quantity(quote.unit.text):
+            continue  # "How much does it cost?" is not answered without a figure
+        novelty = len(terms - wanted) / len(terms) if terms else 0.0
+        coverage = sum(rarity[t] for t in wanted & terms) / total
+        score = (
+            float(sim) * (1 - NOVELTY_WEIGHT + NOVELTY_WEIGHT * novelty)
+            + LEXICAL_WEIGHT * coverage
+            + PASSAGE_WEIGHT * quote.passage_similarity
+        )
+        scored.append((replace(quote, similarity=float(sim), score=score), following))
+    scored.sort(key=lambda item: (-item[0].score, item[0].marker, item[0].position))
+    return scored
+
+
+# Bonus for a unit just after the best one in the same passage (see _choose).
+CONTINUITY_BONUS = 0.15
+
+
+def _continuity(best: Quote, quote: Quote) -> float:
+    after = quote.position - best.position
+    return CONTINUITY_BONUS if quote.marker == best.marker and 1 <= after <= 2 else 0.0
+
+
+def _choose(
+    scored: list[tuple[Quote, TextUnit | None]],
+    max_sentences: int,
+    *,
+    parts: list[list[tuple[Quote, TextUnit | None]]],
+) -> list[Quote]:
+    """The best quote, one more for each part of a two-part question that another
+    answers better, then those nearly as good as the best. Repeats are skipped."""
+    ranked = list(scored)
+    best = ranked[0][0]
+    required: list[tuple[Quote, TextUnit | None]] = []
+    for part in parts:
+        # The later part of "What is X and how do I fix it?" is most often answered
+        # right after the sentence that answers the first: nearby units get a bonus.
+        others = [
+            (quote.score + _continuity(best, quote), quote, following)
+            for quote, following in part
+            if (quote.marker, quote.position) != (best.marker, best.position)
+        ]
+        if others:
+            _, quote, following = max(others, key=lambda item: item[0])
+            required.append((quote, following))
+    chosen: list[Quote] = []
+    seen_terms: list[set[str]] = []
+
+    def take(quote: Quote) -> bool:
+        terms = set(content_terms(quote.unit.text))
+        if any(jaccard(terms, other) >= REPEAT_JACCARD for other in seen_terms):
+            return False
+        chosen.append(quote)
+        seen_terms.append(terms)
+        return True
+
+    def placed(quote: Quote) -> bool:
+        return any((c.marker, c.position) == (quote.marker, quote.position) for c in chosen)
+
+    for quote, following in [ranked[0], *required, *ranked[1:]]:
+        is_required = any(quote is r[0] for r in required)
+        if len(chosen) >= max_sentences:
+            break
+        if not is_required and quote.score < JOIN_RATIO * best.score:
+            break
+        if placed(quote) or not take(quote):
+            continue
+        # "To install silently, run:" is answered by the line it introduces.
+        introduces = quote.unit.text.endswith(":") and following is not None
+        if introduces and following is not None and following.quotable:
+            taken = any(
+                (c.marker, c.position) == (quote.marker, quote.position + 1) for c in chosen
+            )
+            if len(chosen) < max_sentences and not taken:
+                take(replace(quote, unit=following, position=quote.position + 1))
+    return chosen
+
+
+def align_spans(
+    answer: str, context: AssembledContext, *, encode: Encode | None, model: str = ""
+) -> dict[int, list[tuple[int, int]]]:
+    """Per marker, the unit of its passage that best supports each answer sentence citing it.
+
+    For a chat model's answer: every sentence is matched to the closest unit
+    (embedding cosine, plus the word overlap) of each passage it cites, so a
+    citation points at that sentence rather than at the whole passage.
+    """
+    by_marker = {p.marker: p for p in context.passages}
+    claims = [(text, markers) for text, markers in answer_sentences(answer) if markers]
+    units = {m: [u for u in text_units(p.text) if not u.title] for m, p in by_marker.items()}
+    pairs = [(text, m) for text, markers in claims for m in markers if units.get(m)]
+    if not pairs:
+        return {}
+    texts = list(dict.fromkeys([t for t, _ in pairs] + [u.text for m in units for u in units[m]]))
+    index = {t: i for i, t in enumerate(texts)}
+    vectors = _vectors.encode(encode, model, texts) if encode is not None else None
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for text, marker in pairs:
+        claim_terms = set(content_terms(text))
+
+        def support(unit: TextUnit, claim: str = text, terms: set[str] = claim_terms) -> float:
+            overlap = len(terms & set(content_terms(unit.text))) / len(terms) if terms else 0.0
+            if vectors is None:
+                return overlap
+            cosine = float(vectors[index[unit.text]] @ vectors[index[claim]])
+            return cosine + LEXICAL_WEIGHT * overlap
+
+        best = max(units[marker], key=support)
+        found = spans.setdefault(marker, [])
+        if (best.start, best.end) not in found:
+            found.append((best.start, best.end))
+    for found in spans.values():
+        found.sort()
+    return spans

@@ -1,0 +1,198 @@
+"""Extractive answers read as sentences, each cited down to the exact sentence.
+
+Real PostgreSQL + pgvector and the real embedder; the chat-model case talks to
+the scripted OpenAI-compatible server on loopback (no LLM runs here).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from query_app.pipeline.units import CODE, ITEM, ROW, SENTENCE, text_units
+from query_app.services import QueryRequest, query_answer
+from query_app.views import source_url
+from tests.support.chat_server import completion
+from tests.support.factories import Doc, indexed_collection
+
+ERROR_CODES = (
+    "UnknownChunker: the chunking strategy name is not one of recursive, sentence, structural,\n"
+    "semantic or fixed. The message lists the known names.\n\n"
+    "EmbeddingProfileDrift: the collection was embedded with a different model than the one\n"
+    "configured now. Run the ingestion again with --reindex to re-embed every source.\n\n"
+    "SourceTooLarge: the file exceeds a size, page or decompression limit, for example a zip\n"
+    "bomb renamed to .docx."
+)
+HARBOUR = (
+    "Harbour rules\n\n"
+    "All small craft must double their mooring lines before the storm arrives.\n"
+    "The harbour master closes the slipway when the wind exceeds force 8."
+)
+DATASHEET = (
+    "Quillmate datasheet\n"
+    "Physical\n"
+    "- Weight: 182 g including the battery\n"
+    "- Display: 2.4 inch colour touch screen\n"
+    "Power\n"
+    "- Battery: 3200 mAh lithium-ion, replaceable without tools\n"
+    "Page 1 of 2"
+)
+
+
+def _folded(text: str, start: int, end: int) -> str:
+    return " ".join(text[start:end].split())
+
+
+def test_hard_wrapped_lines_are_joined_into_whole_sentences():
+    units = text_units(ERROR_CODES)
+    sentences = [u.text for u in units if u.kind == SENTENCE]
+    assert sentences == [
+        "UnknownChunker: the chunking strategy name is not one of recursive, sentence, "
+        "structural, semantic or fixed.",
+        "The message lists the known names.",
+        "EmbeddingProfileDrift: the collection was embedded with a different model than the "
+        "one configured now.",
+        "Run the ingestion again with --reindex to re-embed every source.",
+        "SourceTooLarge: the file exceeds a size, page or decompression limit, for example a "
+        "zip bomb renamed to .docx.",
+    ]
+    # Offsets point into the text as stored, line breaks and all.
+    for unit in units:
+        assert _folded(ERROR_CODES, unit.start, unit.end) == unit.text
+
+
+def test_list_items_stay_apart_and_titles_and_footers_are_never_quotable():
+    units = text_units(DATASHEET)
+    titles = [u.text for u in units if u.title]
+    assert titles == ["Quillmate datasheet", "Physical", "Power", "Page 1 of 2"]
+    items = [u.text for u in units if u.kind == ITEM]
+    assert items == [
+        "Weight: 182 g including the battery",
+        "Display: 2.4 inch colour touch screen",
+        "Battery: 3200 mAh lithium-ion, replaceable without tools",
+    ]
+    assert all(DATASHEET[u.start : u.end] == u.text for u in units if u.kind == ITEM)
+
+
+def test_table_headers_and_rules_are_titles_rows_and_code_lines_are_units():
+    text = (
+        "| Key | Default |\n| --- | --- |\n| `keep_daily` | 14 |\n\n"
+        "Install silently:\n\n```\nmsiexec /i setup.msi /qn\n```"
+    )
+    units = text_units(text)
+    assert [(u.kind, u.title, u.text) for u in units] == [
+        (ROW, True, "| Key | Default |"),
+        (ROW, True, "| --- | --- |"),
+        (ROW, False, "`keep_daily` | 14"),
+        (SENTENCE, False, "Install silently:"),
+        (CODE, False, "msiexec /i setup.msi /qn"),
+    ]
+
+
+def test_a_sentence_cut_by_the_chunk_boundary_is_a_fragment():
+    units = text_units("retried after one minute. Backups run nightly at 02:00 and the window")
+    assert [(u.text, u.fragment) for u in units] == [
+        ("retried after one minute.", True),
+        ("Backups run nightly at 02:00 and the window", True),
+    ]
+
+
+@pytest.fixture
+def handbook(db, reader):
+    return indexed_collection(
+        [
+            Doc(location="/docs/error-codes.txt", title="Error codes", chunks=[ERROR_CODES]),
+            Doc(location="/docs/harbour.md", title="Harbour rules", chunks=[HARBOUR]),
+            Doc(location="/docs/datasheet.pdf", title="Quillmate datasheet", chunks=[DATASHEET]),
+        ],
+        slug="handbook",
+        members={reader: "read"},
+    )
+
+
+def _ask(reader, question: str, **overrides: object):
+    request = QueryRequest(collection="handbook", question=question, overrides=overrides or None)
+    return query_answer(user=reader, request=request)
+
+
+def test_a_two_part_question_gets_the_whole_sentences_that_answer_it(handbook, reader):
+    run = _ask(reader, "What does EmbeddingProfileDrift mean and how do I fix it?")
+
+    assert run.mode == "extractive"
+    assert "embedded with a different model than the one configured now. [1]" in run.answer
+    assert "Run the ingestion again with --reindex to re-embed every source." in run.answer
+    # Whole sentences only: no fragment of the neighbouring entries, no repeats.
+    assert "semantic or fixed" not in run.answer
+    assert run.answer.count("--reindex") == 1
+
+
+def test_every_citation_points_at_the_exact_sentences_it_supports(handbook, reader):
+    run = _ask(reader, "What does EmbeddingProfileDrift mean and how do I fix it?")
+    source_text = ERROR_CODES  # one chunk: the source's text is the chunk's
+    cited = [c for c in run.citations if c["cited"]]
+    assert cited
+    for citation in cited:
+        assert citation["spans"], citation
+        for span in citation["spans"]:
+            quoted = " ".join(span["text"].split())
+            assert quoted in run.answer
+            assert _folded(source_text, span["char_start"], span["char_end"]) == quoted
+            assert span["page"] is None
+
+
+def test_a_sentence_below_the_floor_is_never_quoted(handbook, reader):
+    # The harbour passage is about mooring lines, not prices: nothing answers this.
+    run = _ask(reader, "How much does mooring cost per night?")
+    assert run.mode == "not-found"
+    assert "mooring lines" not in run.answer
+    assert run.citations == []
+    generate = next(s for s in run.trace if s["stage"] == "generate")
+    assert generate["details"]["reason"] == (
+        "no sentence of the passages is relevant enough on its own"
+    )
+
+
+def test_a_list_item_answers_as_a_sentence_without_its_bullet(handbook, reader):
+    run = _ask(reader, "How much does the Quillmate weigh?")
+    assert run.mode == "extractive"
+    assert run.answer.startswith("Weight: 182 g including the battery.")
+    assert "Quillmate datasheet" not in run.answer  # the title is never quoted
+    assert "Page 1 of 2" not in run.answer
+
+
+def test_a_chat_model_answer_is_aligned_to_the_sentence_it_rests_on(
+    handbook, reader, chat_configured
+):
+    chat_configured.script(
+        completion("Re-run the ingestion with --reindex so every source is embedded again [1].")
+    )
+    run = _ask(reader, "How do I fix EmbeddingProfileDrift?", **{"rerank.top_n": 1})
+
+    assert run.mode == "llm"
+    (citation,) = run.citations
+    assert [s["text"] for s in citation["spans"]] == [
+        "Run the ingestion again with --reindex to re-embed every source."
+    ]
+
+
+def test_the_passage_preview_and_the_source_page_highlight_the_cited_sentence(
+    handbook, reader, client
+):
+    run = _ask(reader, "How much does the Quillmate weigh?")
+    client.force_login(reader)
+
+    preview = client.get(
+        reverse("query:passage", kwargs={"run_id": run.pk, "marker": 1})
+    ).content.decode()
+    assert (
+        '<mark id="cited-sentence" tabindex="-1" class="cited" title="cited sentence">'
+        "Weight: 182 g including the battery</mark>"
+    ) in preview
+
+    source = run.citations[0]
+    url = source_url(run, source)
+    assert f"start={source['spans'][0]['char_start']}" in url
+    page = client.get(url).content.decode()
+    # Only the sentence is marked, not the whole passage.
+    assert ">Weight: 182 g including the battery</mark>" in page
+    assert "the cited sentence (characters" in page
