@@ -197,7 +197,20 @@ CACHES = {
         "LOCATION": env_str("CACHE_URL"),
     }
     if env_str("CACHE_URL")
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Retrieval results (ids and scores, no passage texts; query_app/pipeline/cache.py),
+    # bounded in entries per process when kept in memory.
+    "retrieval": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("CACHE_URL"),
+        "KEY_PREFIX": "retrieval",
+    }
+    if env_str("CACHE_URL")
+    else {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "retrieval",
+        "OPTIONS": {"MAX_ENTRIES": env_int("RAG_RETRIEVAL_CACHE_ENTRIES", 500)},
+    },
 }
 
 # --- Background jobs ------------------------------------------------------------
@@ -336,5 +349,7 @@ RAG: dict[str, Any] = {
         "max_question_chars": env_int("RAG_MAX_QUESTION_CHARS", 2000),
         "max_top_n": env_int("RAG_MAX_TOP_N", 50),
         "max_candidate_k": env_int("RAG_MAX_CANDIDATE_K", 1000),
+        # A retrieval cache entry larger than this is not kept.
+        "max_cache_entry_bytes": env_int("RAG_RETRIEVAL_CACHE_ENTRY_BYTES", 256 * 1024),
     },
 }

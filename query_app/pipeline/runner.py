@@ -16,13 +16,18 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from query_app.chat import ChatClient
-from query_app.pipeline.cache import retrieval_cache_get, retrieval_cache_key, retrieval_cache_set
+from query_app.pipeline.cache import (
+    cached_candidate,
+    retrieval_cache_candidates,
+    retrieval_cache_get,
+    retrieval_cache_key,
+    retrieval_cache_set,
+)
 from query_app.pipeline.stages import STAGES, PipelineState, Stage, StageCheck
 from query_app.pipeline.stages.base import counted_chat
 from query_app.pipeline.types import (
     AnswerEvent,
     AnswerMode,
-    Candidate,
     PipelineEvent,
     RagAnswer,
     RagQuery,
@@ -103,7 +108,13 @@ def _run_cached(
     with timed_step("transform") as lookup:
         key = retrieval_cache_key(state.query)
         hit = retrieval_cache_get(key)
-    if hit is not None:
+        # The entry holds no texts: they are read back by primary key.
+        candidates = (
+            retrieval_cache_candidates(state.query.collection.pk, hit["candidates"])
+            if hit is not None
+            else None
+        )
+    if hit is not None and candidates is not None:
         steps = [TraceStep.from_dict(s) for s in hit["steps"]]
         for step in steps:
             # The lookup is all the work these stages did this time.
@@ -111,7 +122,7 @@ def _run_cached(
             step.details["cache"] = "hit"
             step.details["model_calls"] = 0
             yield traced(step)
-        return state.with_(candidates=tuple(Candidate.from_dict(c) for c in hit["candidates"]))
+        return state.with_(candidates=tuple(candidates))
     steps = []
     for stage in stages:
         state, step = yield from stage.run(state)
@@ -123,7 +134,7 @@ def _run_cached(
         key,
         {
             "steps": [_cached_step(s) for s in steps],
-            "candidates": [c.as_dict() for c in state.candidates],
+            "candidates": [cached_candidate(c) for c in state.candidates],
         },
         ttl_s=state.options.cache.ttl_s,
     )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 
 import pytest
+from django.core.cache import caches
 
+from collections_app.models import Chunk
 from query_app.pipeline.generation import NOT_FOUND_ANSWER
 from query_app.pipeline.types import STAGES
 from query_app.services import QueryRequest, query_answer, query_answer_stream, query_retrieve
@@ -437,3 +440,66 @@ def test_every_profile_option_combination_keeps_markers_rank_based(kb, reader, o
         ),
     )
     assert [c["marker"] for c in run.citations] == list(range(1, len(run.citations) + 1))
+
+
+def _cache_entries() -> dict[str, object]:
+    backend = caches["retrieval"]
+    return {
+        key: backend.get(key.split(":", 2)[-1])
+        for key in list(backend._cache)  # type: ignore[attr-defined]
+    }
+
+
+def test_the_retrieval_cache_keeps_ids_and_scores_and_reads_texts_back(kb, reader):
+    first = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
+    (entry,) = [e for e in _cache_entries().values() if isinstance(e, dict)]
+    kept = pickle.dumps(entry)
+    assert entry["candidates"] and all("text" not in c for c in entry["candidates"])
+    assert b"refund within 30 days" not in kept
+    assert {c["chunk_id"] for c in entry["candidates"]} >= {c["chunk_id"] for c in first.citations}
+
+    # The text a hit serves is the one in the database now, read by primary key.
+    cited = first.citations[0]["chunk_id"]
+    Chunk.objects.filter(pk=cited).update(text="Refunds are paid within 30 days, by transfer.")
+    second = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
+    assert step(second, "retrieve")["details"]["cache"] == "hit"
+    assert second.citations[0]["chunk_id"] == cited
+    assert second.citations[0]["snippet"] == "Refunds are paid within 30 days, by transfer."
+
+    # A chunk gone behind the cache's back makes the entry stale: the stages run again.
+    Chunk.objects.filter(pk=cited).delete()
+    third = query_retrieve(
+        user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+    )
+    assert step(third, "retrieve")["details"]["cache"] == "miss"
+    assert cited not in {c["chunk_id"] for c in third.citations}
+
+
+def test_the_retrieval_cache_is_bounded_in_entries_and_entry_size(kb, reader, settings, rag_set):
+    settings.CACHES = {
+        **settings.CACHES,
+        "retrieval": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "retrieval-bounded",
+            "OPTIONS": {"MAX_ENTRIES": 3, "CULL_FREQUENCY": 3},
+        },
+    }
+    for number in range(8):
+        query_retrieve(
+            user=reader,
+            request=QueryRequest(collection="kb", question=f"{REFUND_QUESTION} ({number})"),
+        )
+        assert len(_cache_entries()) <= 3
+
+    caches["retrieval"].clear()
+    rag_set("query_limits.max_cache_entry_bytes", 200)
+    for _ in range(2):
+        run = query_retrieve(
+            user=reader, request=QueryRequest(collection="kb", question=REFUND_QUESTION)
+        )
+        assert step(run, "retrieve")["details"]["cache"] == "miss"
+    assert _cache_entries() == {}

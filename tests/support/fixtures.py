@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import caches
 
 from tests.support.chat_server import ScriptedChatServer
 
@@ -62,9 +62,11 @@ def celery_eager() -> Iterator[Any]:
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
     """Retrieval results are cached per collection version; every test starts cold."""
-    cache.clear()
+    for each in caches.all():
+        each.clear()
     yield
-    cache.clear()
+    for each in caches.all():
+        each.clear()
 
 
 @pytest.fixture(autouse=True)
