@@ -32,6 +32,8 @@ _TABLE_RULE_RE = re.compile(r"^[ \t]*\|?[ \t:|-]+\|[ \t:|-]*$")
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~)")
 _TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "]", "”", "`")
 _SENTENCE_END = (".", "!", "?", '"', "'", ")", "”", "`")
+# A table-of-contents line: "2. Backup schedules (page 2)", "Restoring ........ 12".
+_TOC_ENTRY_RE = re.compile(r"\((?:page|p\.)\s*\d+\)$|\.{4,}\s*\d+$", re.IGNORECASE)
 # Words at most in a line that stands alone as a title.
 TITLE_MAX_WORDS = 8
 
@@ -90,7 +92,7 @@ def _is_title_line(
 ) -> bool:
     """A short line without closing punctuation, standing between whole sentences."""
     text = line.strip()
-    if HEADING_RE.fullmatch(text):
+    if HEADING_RE.fullmatch(text) or _TOC_ENTRY_RE.search(text):
         return True
     if not text or text.endswith(_TERMINAL) or len(text.split()) > TITLE_MAX_WORDS:
         return False
@@ -158,7 +160,7 @@ def _group(lines: list[_Line]) -> list[tuple[str, list[_Line]]]:
             header = following is not None and bool(_TABLE_RULE_RE.match(following))
             groups.append(("title" if is_rule or header else "row", [line]))
         elif _BULLET_RE.match(line.text):
-            groups.append(("item", [line]))
+            groups.append(("title" if _TOC_ENTRY_RE.search(text) else "item", [line]))
         elif last_kind == "item" and (line.text[:1] in " \t" or text[0].islower()):
             groups[-1][1].append(line)  # the item's continuation line
         elif _is_title_line(line.text, previous, following, after_paragraph=last_kind == "para"):
