@@ -30,9 +30,15 @@ _LAYOUT: dict[str, Any] = {
 }
 
 
-def figure_html(figure: go.Figure, *, div_id: str) -> str:
-    """The figure as a ``<div>`` plus its inline script (plotly.js loaded by the page)."""
-    return figure.to_html(include_plotlyjs=False, full_html=False, config=_CONFIG, div_id=div_id)
+def figure_html(figure: go.Figure, *, div_id: str, nonce: str = "") -> str:
+    """The figure as a ``<div>`` plus its inline script (plotly.js loaded by the page).
+
+    ``nonce`` is the response's Content-Security-Policy nonce (``request.csp_nonce``),
+    without which the browser would not run the inline script. plotly escapes every
+    ``<`` of the figure's data, so its own ``<script>`` tag is the only one.
+    """
+    html = figure.to_html(include_plotlyjs=False, full_html=False, config=_CONFIG, div_id=div_id)
+    return html.replace("<script>", f'<script nonce="{nonce}">') if nonce else html
 
 
 def _error_bars(points: Sequence[SeriesPoint]) -> dict[str, Any] | None:

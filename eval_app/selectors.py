@@ -1,4 +1,12 @@
-"""Read-side queries over evaluation runs: lists, series over time, run comparisons."""
+"""Read-side queries over evaluation runs: lists, series over time, run comparisons.
+
+Who sees a run (``..._for_user``): a run stores passages, answers and rankings of
+the collection it evaluated, so it is shown under that collection's permission.
+Evaluation is a staff tool: staff see the runs over the harness's own corpora
+(evaluation collections, built from datasets staff chose) and runs not yet attached
+to a collection; a run over a workspace collection needs read access to that
+collection, staff included; superusers see every run.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
+from collections_app.models import Collection
+from collections_app.selectors import collections_for_user
 from eval_app.models import EvalCaseResult, EvalRun
 
 
@@ -39,11 +50,47 @@ def eval_run_get(*, run_id: int | str) -> EvalRun:
 
 def dataset_names() -> list[str]:
     """Datasets that have at least one run, most recently run first."""
+    return _dataset_names(EvalRun.objects.all())
+
+
+def _dataset_names(runs: QuerySet[EvalRun]) -> list[str]:
     names: list[str] = []
-    for name in EvalRun.objects.order_by("-created_at").values_list("dataset_name", flat=True):
+    for name in runs.order_by("-created_at").values_list("dataset_name", flat=True):
         if name not in names:
             names.append(name)
     return names
+
+
+def eval_runs_visible(user: User | AnonymousUser) -> Q:
+    """The runs ``user`` may see, as a filter (see the module's docstring)."""
+    if not user.is_authenticated:
+        return Q(pk__in=[])
+    if user.is_superuser:
+        return Q()
+    visible = Q(collection__in=collections_for_user(user, role="read"))
+    if user.is_staff:
+        visible |= Q(collection__isnull=True) | Q(collection__purpose=Collection.Purpose.EVALUATION)
+    return visible
+
+
+def eval_runs_for_user(
+    user: User | AnonymousUser, *, dataset_name: str | None = None
+) -> QuerySet[EvalRun]:
+    """The runs ``user`` may see, newest first, optionally of one dataset."""
+    return eval_runs(dataset_name=dataset_name).filter(eval_runs_visible(user))
+
+
+def eval_run_get_for_user(user: User | AnonymousUser, *, run_id: int | str) -> EvalRun:
+    """The run ``run_id`` if ``user`` may see it; else ``EvalRunNotFound`` (as if missing)."""
+    run = eval_run_get(run_id=run_id)
+    if not EvalRun.objects.filter(pk=run.pk).filter(eval_runs_visible(user)).exists():
+        raise EvalRunNotFound(f"no evaluation run {run_id!r}")
+    return run
+
+
+def dataset_names_for_user(user: User | AnonymousUser) -> list[str]:
+    """Datasets with at least one run ``user`` may see, most recently run first."""
+    return _dataset_names(EvalRun.objects.filter(eval_runs_visible(user)))
 
 
 @dataclass
@@ -59,15 +106,19 @@ class SeriesPoint:
 
 
 def metric_series(
-    *, dataset_name: str, metrics: Sequence[str]
+    *,
+    dataset_name: str,
+    metrics: Sequence[str],
+    user: User | AnonymousUser | None = None,
 ) -> dict[str, dict[str, list[SeriesPoint]]]:
     """``{metric: {profile: [points in time order]}}`` over the dataset's finished runs.
 
     Only succeeded runs count: a cancelled or failed run's partial figures would
-    show as a drop that never happened.
+    show as a drop that never happened. With ``user``, only the runs they may see.
     """
     runs = (
         EvalRun.objects.filter(dataset_name=dataset_name, status=EvalRun.Status.SUCCEEDED)
+        .filter(eval_runs_visible(user) if user is not None else Q())
         .order_by("finished_at", "id")
         .only("id", "finished_at", "code_version", "aggregates", "profiles")
     )

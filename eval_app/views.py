@@ -1,8 +1,10 @@
 """Browser pages of evaluation: runs, a run's report, two runs compared, one case.
 
-Views parse input, call one service or selector and render. Anyone logged in may
-read runs; starting and cancelling runs (which ingest and use the CPU for
-minutes) is for staff. A running run's page polls its progress partial with htmx.
+Views parse input, call one service or selector and render. A run is shown under
+the permission of the collection it evaluated (``eval_app.selectors``: staff see
+the evaluation corpora's runs, a workspace collection's runs need read access to
+it); starting and cancelling runs (which ingest and use the CPU for minutes) is for
+staff. A running run's page polls its progress partial with htmx.
 """
 
 from __future__ import annotations
@@ -35,22 +37,23 @@ from eval_app.selectors import (
     EvalRunNotFound,
     case_results,
     case_results_filter,
-    dataset_names,
-    eval_run_get,
-    eval_runs,
+    dataset_names_for_user,
+    eval_run_get_for_user,
+    eval_runs_for_user,
     metric_series,
     runs_compare,
 )
 from eval_app.services import eval_run_cancel, eval_run_create, eval_run_enqueue
 from query_app.exceptions import QueryError
-from ragsite.web import is_htmx
+from ragsite.web import csp_nonce, is_htmx
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
-def _run(run_id: int) -> EvalRun:
+def _run(request: HttpRequest, run_id: int) -> EvalRun:
+    """The run, if the viewer may see it (its collection's permission); else 404."""
     try:
-        return eval_run_get(run_id=run_id)
+        return eval_run_get_for_user(request.user, run_id=run_id)
     except EvalRunNotFound:
         raise Http404("No such evaluation run") from None
 
@@ -71,17 +74,23 @@ def _trend_metrics(k_values: list[int]) -> list[str]:
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Metrics over time for one dataset, recent runs, and the form to start one."""
-    names = dataset_names()
+    names = dataset_names_for_user(request.user)
     dataset = request.GET.get("dataset") or (names[0] if names else "")
-    latest = eval_runs(dataset_name=dataset).filter(status=EvalRun.Status.SUCCEEDED).first()
+    latest = (
+        eval_runs_for_user(request.user, dataset_name=dataset)
+        .filter(status=EvalRun.Status.SUCCEEDED)
+        .first()
+    )
     figures = []
     if dataset:
         trend = _trend_metrics(latest.k_values if latest else [])
-        series = metric_series(dataset_name=dataset, metrics=trend)
+        series = metric_series(dataset_name=dataset, metrics=trend, user=request.user)
         for index, metric in enumerate(trend):
             if series[metric]:
                 figure = charts.metric_over_time_figure(metric, series[metric])
-                figures.append(charts.figure_html(figure, div_id=f"trend-{index}"))
+                figures.append(
+                    charts.figure_html(figure, div_id=f"trend-{index}", nonce=csp_nonce(request))
+                )
     return render(
         request,
         "eval/dashboard.html",
@@ -89,7 +98,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "datasets": names,
             "dataset": dataset,
             "figures": figures,
-            "runs": eval_runs()[:10],
+            "runs": eval_runs_for_user(request.user)[:10],
             "form": EvalStartForm() if request.user.is_staff else None,
         },
     )
@@ -100,11 +109,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def run_list(request: HttpRequest) -> HttpResponse:
     """Every run, newest first, with links to compare two of them."""
     dataset = request.GET.get("dataset") or None
-    page = Paginator(eval_runs(dataset_name=dataset), 25).get_page(request.GET.get("page"))
+    runs = eval_runs_for_user(request.user, dataset_name=dataset)
+    page = Paginator(runs, 25).get_page(request.GET.get("page"))
     return render(
         request,
         "eval/runs.html",
-        {"page": page, "datasets": dataset_names(), "dataset": dataset or ""},
+        {"page": page, "datasets": dataset_names_for_user(request.user), "dataset": dataset or ""},
     )
 
 
@@ -136,10 +146,10 @@ def run_start(request: HttpRequest) -> HttpResponse:
         request,
         "eval/dashboard.html",
         {
-            "datasets": dataset_names(),
+            "datasets": dataset_names_for_user(request.user),
             "dataset": "",
             "figures": [],
-            "runs": eval_runs()[:10],
+            "runs": eval_runs_for_user(request.user)[:10],
             "form": form,
         },
         status=400,
@@ -150,7 +160,7 @@ def run_start(request: HttpRequest) -> HttpResponse:
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     """Ask a run to stop after its current case (partial results are kept)."""
-    run = _run(run_id)
+    run = _run(request, run_id)
     if not request.user.is_staff:
         messages.error(request, "Only staff can cancel evaluation runs.")
     elif run.is_finished:
@@ -258,7 +268,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     The cases table is filtered and sorted server-side (``?q=&profile=&outcome=&sort=``);
     htmx swaps just the table when the filter changes.
     """
-    run = _run(run_id)
+    run = _run(request, run_id)
     if is_htmx(request) and request.headers.get("HX-Target") == "cases":
         return render(request, "eval/run.html#cases", {"run": run, **_cases_context(request, run)})
     if is_htmx(request):
@@ -289,12 +299,16 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
                     (label, judge_words(run.judges.get(label, {}))) for label in run.profiles
                 ],
                 "quality_figure": charts.figure_html(
-                    charts.quality_latency_figure(run, metric=metric), div_id="quality-latency"
+                    charts.quality_latency_figure(run, metric=metric),
+                    div_id="quality-latency",
+                    nonce=csp_nonce(request),
                 ),
                 "stages_figure": charts.figure_html(
-                    charts.failure_stages_figure(run), div_id="failure-stages"
+                    charts.failure_stages_figure(run),
+                    div_id="failure-stages",
+                    nonce=csp_nonce(request),
                 ),
-                "compare_with": eval_runs(dataset_name=run.dataset_name)
+                "compare_with": eval_runs_for_user(request.user, dataset_name=run.dataset_name)
                 .exclude(pk=run.pk)
                 .filter(status=EvalRun.Status.SUCCEEDED)[:20],
             }
@@ -315,7 +329,7 @@ def _csv_text(value: str) -> str:
 @require_GET
 def run_cases_csv(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run's cases as CSV, filtered and sorted like the table (every page)."""
-    run = _run(run_id)
+    run = _run(request, run_id)
     filters = CaseFilterForm(request.GET, profiles=list(run.profiles)).filters()
     metrics = metric_names(run.k_values)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
@@ -375,8 +389,8 @@ def run_cases_csv(request: HttpRequest, run_id: int) -> HttpResponse:
 def runs_compare_view(request: HttpRequest) -> HttpResponse:
     """Two runs side by side (``?a=<before>&b=<after>``) with the cases that changed."""
     try:
-        a = eval_run_get(run_id=request.GET.get("a", ""))
-        b = eval_run_get(run_id=request.GET.get("b", ""))
+        a = eval_run_get_for_user(request.user, run_id=request.GET.get("a", ""))
+        b = eval_run_get_for_user(request.user, run_id=request.GET.get("b", ""))
     except EvalRunNotFound as exc:
         messages.error(request, f"Choose two runs to compare: {exc}.")
         return redirect(reverse("eval:runs"))
@@ -400,7 +414,7 @@ def runs_compare_view(request: HttpRequest) -> HttpResponse:
 @require_GET
 def case_detail(request: HttpRequest, run_id: int, case_id: str) -> HttpResponse:
     """One case: each profile's answer, ranked passages and trace."""
-    run = _run(run_id)
+    run = _run(request, run_id)
     try:
         results = case_results(run=run, case_id=case_id)
     except EvalCaseNotFound:

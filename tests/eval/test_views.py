@@ -30,8 +30,9 @@ def two_runs(tiny_dataset):
 
 
 @pytest.fixture
-def reader_client(client, user):
-    client.force_login(user)
+def reader_client(client, staff):
+    """Staff: runs over the harness's own corpora are theirs (tests/eval/test_eval_permissions.py)."""
+    client.force_login(staff)
     return client
 
 
@@ -49,8 +50,8 @@ def test_dashboard_plots_metrics_over_time_with_bundled_plotly(reader_client, tw
     assert "tiny-eval" in html
     assert reverse("eval:plotly_js") in html
     assert "cdn.plot.ly" not in html and "cdn.jsdelivr" not in html
-    # Readers see runs but cannot start one.
-    assert 'action="/eval/runs/start/"' not in html
+    # Staff may start a run (others see no form: test_eval_permissions.py).
+    assert 'action="/eval/runs/start/"' in html
 
 
 def test_plotly_js_is_served_from_the_package(client):
@@ -187,7 +188,10 @@ def test_start_form_reports_an_unknown_profile_without_starting(
     assert not EvalRun.objects.exists()
 
 
-def test_readers_cannot_start_or_cancel_runs(reader_client, tiny_dataset, settings):
+def test_readers_cannot_start_or_cancel_runs(client, user, tiny_dataset, settings):
+    """alice, without staff rights (a queued run is not hers to see either: 404)."""
+    client.force_login(user)
+    reader_client = client
     settings.EVAL_DATASETS_DIR = tiny_dataset.parent
     response = reader_client.post(
         reverse("eval:start"), {"dataset": str(tiny_dataset), "profiles": ["fast"], "k": "5"}
