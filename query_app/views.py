@@ -28,7 +28,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from collections_app.selectors import CollectionNotFound
 from query_app.exceptions import QueryError
-from query_app.forms import AskForm, HistoryFilterForm, ModelSettingsForm, RerunForm
+from query_app.forms import (
+    AskForm,
+    HistoryFilterForm,
+    ModelSettingsForm,
+    RerunForm,
+    ask_input_check,
+)
 from query_app.model_settings import (
     ModelSettingInvalid,
     chat_connection_test_change,
@@ -128,7 +134,8 @@ def answer_view(run: QueryRun) -> AnswerView:
 
 
 def _ask_request(data: QueryDict, *, stream: bool = False) -> QueryRequest:
-    """The question of a posted ask form; the service validates it all."""
+    """The question of a posted ask form; the service validates it all (NUL characters: 400)."""
+    ask_input_check(data)
     return QueryRequest(
         collection=data.get("collection", ""),
         question=data.get("question", ""),

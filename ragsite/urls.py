@@ -22,3 +22,9 @@ urlpatterns = [
     path("", include("query_app.urls")),
     path("eval/", include("eval_app.urls")),
 ]
+
+# Under /api/ these answer JSON; elsewhere the site's pages (templates/4xx.html, 500.html).
+handler400 = "ragsite.error_views.bad_request"
+handler403 = "ragsite.error_views.permission_denied"
+handler404 = "ragsite.error_views.page_not_found"
+handler500 = "ragsite.error_views.server_error"
