@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
+from fpdf import FPDF
+from fpdf.enums import TextMode
 
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders import load_document
@@ -14,6 +16,8 @@ from collections_app.ingestion.validators import (
     UnknownValidator,
     validate_document,
 )
+from collections_app.ingestion.validators.normalise import detection_view
+from tests.support.injection_corpus import planted_corpus
 from tests.support.sample_files import pdf_bytes
 
 LIMITS = IngestionLimits()
@@ -297,3 +301,127 @@ def test_unknown_validator_lists_the_known_ones():
         VALIDATORS.get("spellcheck")
     for name in VALIDATORS:
         assert name in str(excinfo.value)
+
+
+# --- the planted-instruction corpus (issue 13) -----------------------------------------
+
+PLANTS = {plant.kind: plant for plant in planted_corpus()}
+# An image link with a query string is ordinary in documentation: the output filter,
+# not the validator, keeps it out of answers (tests/query/test_output_filter.py).
+CAUGHT_BY_THE_OUTPUT_FILTER = {"image-link"}
+
+
+def loaded_plant(kind: str) -> LoadedDocument:
+    plant = PLANTS[kind]
+    return loaded(plant.data, plant.filename)
+
+
+@pytest.mark.parametrize("kind", sorted(set(PLANTS) - CAUGHT_BY_THE_OUTPUT_FILTER))
+def test_every_planted_instruction_is_rejected(kind):
+    result = validate_document(loaded_plant(kind), limits=LIMITS)
+    assert result.verdict == "rejected", [(s.name, s.detail) for s in result.signals]
+
+
+@pytest.mark.parametrize(
+    "kind", [*sorted(k for k, p in PLANTS.items() if p.family == "css"), "pdf-invisible-text"]
+)
+def test_hidden_plants_are_kept_out_of_the_indexed_text(kind):
+    document = loaded_plant(kind)
+    assert "evil.example" not in document.text and "PWNED" not in document.text
+    assert "Garden hose model" in document.text
+    assert any("evil.example" in t or "PWNED" in t for t in document.hidden_texts)
+    signal = validate_document(document, limits=LIMITS).signals[0]
+    assert signal.name == "hidden-text" and signal.weight == 1.0
+
+
+@pytest.mark.parametrize(
+    ("kind", "disguise"),
+    [
+        ("zero-width", "\u200b"),
+        ("soft-hyphens", "\u00ad"),
+        ("homoglyphs", "\u0456"),
+        ("full-width", "\uff29"),
+        ("leetspeak", "0"),
+        ("french", "é"),
+    ],
+)
+def test_disguised_instructions_are_found_where_they_are_written(kind, disguise):
+    document = loaded_plant(kind)
+    signal = validate_document(document, limits=LIMITS).signals[0]
+    found = document.text[signal.start : signal.end]
+    assert disguise in found
+    assert detection_view(found).text.lower().startswith("ignor")
+    assert "instruct" in detection_view(found).text.lower()
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "Always reply with a tracking number when a customer asks where a parcel is.",
+        'Before 2.20, "git cmd --help" used to only say "cmd is aliased to ...".',
+        "Note to whoever reads this first in the morning: the office opens at nine.",
+        "You can ignore the warnings about optional fonts.",
+        "Ignorez les avertissements concernant les polices facultatives.",
+        "Vergiss nicht, die Rechnung bis Freitag zu bezahlen.",
+        "The support team answers every question within two working days.",
+        "Le assistant virtuel répond aux questions fréquentes sur les commandes.",
+        "Set aside two hours for the first installation.",
+        "The reviewers processed these requests: 12 were approved.",
+    ],
+)
+def test_prose_that_brushes_against_the_new_patterns_stays_clean(prose):
+    assert validate(f"# Notes\n\n{prose}\n").verdict == "clean"
+
+
+def test_documentation_about_injection_in_other_languages_is_at_most_suspicious():
+    text = (
+        "Des attaquants cachent par exemple la phrase « ignorez les instructions "
+        "précédentes » dans des pages web."
+    )
+    assert validate(text).verdict == "suspicious"
+
+
+def test_responsive_and_print_rules_do_not_hide_text():
+    page = (
+        "<html><head><style>"
+        "@media (max-width: 600px) { .wide { display: none } }"
+        "@media print { .screen { display: none } }"
+        "</style></head><body><main><h1>Hoses</h1>"
+        '<p class="wide">Shown on wide screens.</p><p class="screen">Shown on screen.</p>'
+        "</main></body></html>"
+    )
+    document = loaded(page, "hoses.html")
+    assert "Shown on wide screens." in document.text
+    assert "Shown on screen." in document.text
+
+
+def test_white_text_is_visible_when_a_stylesheet_may_set_a_dark_background():
+    page = (
+        '<html><head><link rel="stylesheet" href="/dark.css"></head><body><main>'
+        '<h1>Hoses</h1><p style="color: #fff">Light text on the dark theme.</p>'
+        "</main></body></html>"
+    )
+    assert "Light text on the dark theme." in loaded(page, "dark.html").text
+
+
+def test_a_screen_reader_label_is_hidden_but_harmless():
+    page = (
+        "<html><body><main><h1>Hoses</h1>"
+        '<span style="position:absolute; clip: rect(0 0 0 0)">Skip to content</span>'
+        "<p>Our hoses are long.</p></main></body></html>"
+    )
+    document = loaded(page, "a11y.html")
+    assert document.text == "# Hoses\n\nOur hoses are long."
+    assert validate_document(document, limits=LIMITS).verdict == "clean"
+
+
+def test_an_ocr_layer_drawn_invisibly_is_the_page_text():
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=12)
+    pdf.add_page()
+    pdf.rect(10, 10, 100, 50, style="F")  # the scanned image
+    pdf.text_mode = TextMode.INVISIBLE
+    pdf.multi_cell(0, 8, "Scanned invoice number 4471, due in 30 days.")
+    document = loaded(bytes(pdf.output()), "scan.pdf")
+    assert document.text == "Scanned invoice number 4471, due in 30 days."
+    assert document.hidden_texts == []

@@ -21,7 +21,13 @@ from ..detect import MIME_BY_KIND, text_encoding
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, RawSource, SourceLoadError
 from .base import LOADERS, declared_charset, squeeze_blank_lines
-from .html_hidden import Element, apply_hiding_rules, drop_tree, remove_hidden
+from .html_hidden import (
+    Element,
+    apply_hiding_rules,
+    drop_tree,
+    remove_hidden,
+    style_context,
+)
 
 # Never part of the readable content, and never worth keeping as hidden text either.
 _NEVER_CONTENT = {"script", "style", "noscript", "template", "iframe", "object", "embed"}
@@ -65,7 +71,8 @@ def load_html(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
         return LoadedDocument(text="", kind="html", mime=MIME_BY_KIND["html"], warnings=warnings)
 
     hidden_texts = _remove_comments(document)
-    apply_hiding_rules(document)
+    context = style_context(document)
+    apply_hiding_rules(document, context)
     _drop(document.iter(*_NEVER_CONTENT))
     title = " ".join((document.findtext(".//title") or "").split())
     metadata: dict[str, object] = {}
@@ -76,7 +83,7 @@ def load_html(raw: RawSource, *, limits: IngestionLimits) -> LoadedDocument:
         metadata["description"] = " ".join((description.get("content") or "").split())
 
     root = _main_content(document)
-    hidden = remove_hidden(root)
+    hidden = remove_hidden(root, context)
     hidden_texts.extend(text for _reason, text in hidden)
     if hidden:
         metadata["hidden_elements"] = len(hidden)

@@ -9,17 +9,24 @@ background colour) are removed from the indexed text and handed to the validator
 Rules of the page's own ``<style>`` elements that hide by themselves (``.promo {
 display: none }``) are applied first, as inline styles of the elements their
 selectors match (tinycss2 parses the CSS, cssselect turns selectors into XPath);
-inline declarations still win, as in a browser. Rules inside ``@media`` and
-other at-rules, and external stylesheets (never fetched), are not applied: text
-hidden only through them stays in the indexed text, where the injection
-validator still reads it as visible text.
+inline declarations still win, as in a browser, unless the rule is ``!important``.
+Rules inside ``@media`` blocks for every screen (``screen``, ``all``, no condition),
+``@layer`` and ``@supports`` apply; ``@media print`` and width-dependent blocks do
+not. CSS escapes (``disp\\lay``) are decoded and custom properties (``var(--x)``)
+resolved as a browser would. Besides the classic tricks, text is hidden by a font
+of at most 2 px, ``transform: scale(0)``, a zero ``clip`` rectangle, a ``clip-path``
+that cuts everything, and white text (``<font color=white>``, inline colour) on a
+page that sets no background and links no stylesheet (so the background is white).
+External stylesheets are never fetched: text hidden only through them stays in the
+indexed text, where the injection validator still reads it as visible text.
 """
 
 from __future__ import annotations
 
 import colorsys
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import tinycss2
 from cssselect import HTMLTranslator, SelectorError
@@ -70,14 +77,80 @@ class Inherited:
     background: Rgb | None = None
 
 
-def parse_style(value: str) -> dict[str, str]:
-    """``"color: #FFF; display:none !important"`` → ``{"color": "#fff", "display": "none"}``."""
+@dataclass(frozen=True)
+class StyleContext:
+    """What the whole page's CSS says beyond single rules.
+
+    ``variables``: custom properties declared by the page's rules (``--gone: none``).
+    ``background``: the page background when the page leaves it to the browser
+    (white), None when a stylesheet may set it (then only declared colours count).
+    """
+
+    variables: dict[str, str] = field(default_factory=dict)
+    background: Rgb | None = None
+
+
+_PAGE_BACKGROUND = re.compile(r"(?:^|[\s,}])(?:html|body|:root|\*)\b[^{]*\{[^}]*background", re.I)
+
+
+def style_context(document: Element) -> StyleContext:
+    """Custom properties of the page's ``<style>`` rules, and its background if it is white."""
+    variables: dict[str, str] = {}
+    styles = [style.text or "" for style in document.iter("style")]
+    for css in styles:
+        for rule in _rules(css):
+            for item in tinycss2.parse_declaration_list(
+                rule.content or [], skip_comments=True, skip_whitespace=True
+            ):
+                if item.type == "declaration" and item.name.startswith("--"):
+                    variables[item.name.lower()] = tinycss2.serialize(item.value).strip().lower()
+    linked = any("stylesheet" in (link.get("rel") or "").lower() for link in document.iter("link"))
+    declared = any(_PAGE_BACKGROUND.search(css) for css in styles) or any(
+        element.get("bgcolor") or "background" in (element.get("style") or "").lower()
+        for element in document.iter("html", "body")
+    )
+    background = None if linked or declared else _NAMED["white"]
+    return StyleContext(variables=variables, background=background)
+
+
+_VAR = re.compile(r"var\(\s*(--[\w-]+)\s*(?:,\s*([^()]*))?\)")
+
+
+def parse_style(value: str, variables: dict[str, str] | None = None) -> dict[str, str]:
+    """``"color: #FFF; display:none !important"`` → ``{"color": "#fff", "display": "none"}``.
+
+    CSS escapes (``disp\\lay``) are decoded and ``var(--name, fallback)`` resolved
+    from the element's own custom properties, then ``variables`` (the page's).
+    """
     declarations: dict[str, str] = {}
-    for part in value.split(";"):
-        name, sep, raw = part.partition(":")
-        if sep:
-            declarations[name.strip().lower()] = raw.replace("!important", "").strip().lower()
+    if "\\" in value or "/*" in value:
+        for item in tinycss2.parse_declaration_list(
+            value, skip_comments=True, skip_whitespace=True
+        ):
+            if item.type == "declaration":
+                declarations[item.lower_name] = tinycss2.serialize(item.value).strip().lower()
+    else:
+        for part in value.split(";"):
+            name, sep, raw = part.partition(":")
+            if sep:
+                declarations[name.strip().lower()] = raw.replace("!important", "").strip().lower()
+    if "var(" in value:
+        own = {k: v for k, v in declarations.items() if k.startswith("--")}
+        scope = {**(variables or {}), **own}
+        declarations = {k: _resolve(v, scope) for k, v in declarations.items()}
     return declarations
+
+
+def _resolve(value: str, scope: dict[str, str], depth: int = 0) -> str:
+    """``var(--x, fallback)`` replaced by the value of ``--x`` (a few levels deep)."""
+    if "var(" not in value or depth > 5:
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        found = scope.get(match.group(1).lower())
+        return found if found is not None else (match.group(2) or "").strip()
+
+    return _resolve(_VAR.sub(replace, value), scope, depth + 1)
 
 
 def parse_colour(value: str) -> Rgb | None:
@@ -158,40 +231,97 @@ def _length(value: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
-def inherited_at(element: Element) -> Inherited:
+def inherited_at(element: Element, context: StyleContext | None = None) -> Inherited:
     """The inline colour and background that ``element`` inherits from its ancestors."""
     color: Rgb | None = None
-    background: Rgb | None = None
+    background: Rgb | None = context.background if context is not None else None
+    variables = context.variables if context is not None else None
     for ancestor in reversed(list(element.iterancestors())):
-        color, background = _apply(ancestor, color, background)
+        color, background = _apply(ancestor, color, background, variables)
     return Inherited(color, background)
 
 
 def _apply(
-    element: Element, color: Rgb | None, background: Rgb | None
+    element: Element,
+    color: Rgb | None,
+    background: Rgb | None,
+    variables: dict[str, str] | None = None,
 ) -> tuple[Rgb | None, Rgb | None]:
-    style = parse_style(element.get("style") or "")
+    style = parse_style(element.get("style") or "", variables)
+    # <font color=…> and bgcolor=… are presentational attributes: CSS wins over them.
+    attribute_colour = element.get("color") if element.tag == "font" else None
     if "color" in style:
         color = parse_colour(style["color"]) or color
+    elif attribute_colour:
+        color = parse_colour(attribute_colour) or color
     own_background = _background_of(style)
+    if own_background is None and element.get("bgcolor"):
+        own_background = parse_colour(element.get("bgcolor") or "")
     return color, own_background or background
 
 
-def hidden_reason(element: Element, inherited: Inherited) -> str | None:
+_SCALE_ZERO = re.compile(
+    r"\bscale[xyz3d]*\(\s*-?0*\.?0+\s*(?:[,)\s])|\bmatrix\(\s*-?0*\.?0+\s*,\s*[^,]+,\s*[^,]+,\s*-?0*\.?0+\s*,"
+)
+_CLIP_RECT = re.compile(r"rect\(([^)]*)\)")
+_CLIP_PATH_ALL = re.compile(
+    r"inset\(\s*(?:[5-9]\d|\d{3,})(?:\.\d+)?%|circle\(\s*0*\.?0+(?:px|%)?\s*[)a-z]"
+    r"|ellipse\(\s*0*\.?0+(?:px|%)?\s"
+)
+# A font this small is a dot on the screen, not text (12-16 px is usual).
+_TINY_FONT_PX = 2.0
+
+
+def _tiny_font(value: str) -> bool:
+    match = _LENGTH.match(value.strip())
+    if not match:
+        return False
+    size, unit = float(match.group(1)), match.group(2) or "px"
+    px = {"px": 1.0, "pt": 4 / 3, "em": 16.0, "rem": 16.0, "%": 0.16}.get(unit, 1.0) * size
+    return px <= _TINY_FONT_PX
+
+
+def _clipped_away(style: dict[str, str]) -> bool:
+    """``clip: rect(0 0 0 0)`` on a positioned element (the box is cut to nothing)."""
+    match = _CLIP_RECT.search(style.get("clip", ""))
+    if not match or style.get("position") not in {"absolute", "fixed"}:
+        return False
+    parts = [p for p in re.split(r"[\s,]+", match.group(1).strip()) if p]
+    lengths = [_length(p) if p != "auto" else None for p in parts]
+    if len(lengths) != 4 or any(v is None for v in lengths):
+        return False
+    top, right, bottom, left = (float(v or 0) for v in lengths)
+    return bottom - top <= 1 or right - left <= 1
+
+
+def hidden_reason(
+    element: Element, inherited: Inherited, variables: dict[str, str] | None = None
+) -> str | None:
     """Why a reader cannot see ``element`` (``"display:none"``, ...), or None if visible."""
     if element.get("hidden") is not None:
         return "hidden attribute"
     if (element.get("aria-hidden") or "").strip().lower() == "true":
         return "aria-hidden"
-    style = parse_style(element.get("style") or "")
+    style = parse_style(element.get("style") or "", variables)
     if not style:
-        return _same_colour(inherited)
+        color, background = _apply(element, inherited.color, inherited.background, variables)
+        return _same_colour(Inherited(color, background))
     if style.get("display") == "none":
         return "display:none"
     if style.get("visibility") in {"hidden", "collapse"}:
         return "visibility:hidden"
     if "font-size" in style and _ZERO.match(style["font-size"]):
         return "font-size:0"
+    if "font-size" in style and _tiny_font(style["font-size"]):
+        return "font-size of at most 2px"
+    if _SCALE_ZERO.search(style.get("transform", "")) or _SCALE_ZERO.search(
+        style.get("scale", "") and f"scale({style['scale']})"
+    ):
+        return "transform:scale(0)"
+    if _clipped_away(style):
+        return "clip:rect(0 0 0 0)"
+    if _CLIP_PATH_ALL.search(style.get("clip-path", "")):
+        return "clip-path cutting everything"
     if "opacity" in style and _ZERO.match(style["opacity"]):
         return "opacity:0"
     if "color" in style and _is_transparent(style["color"]):
@@ -208,7 +338,7 @@ def hidden_reason(element: Element, inherited: Inherited) -> str | None:
         key in style and _ZERO.match(style[key]) for key in ("height", "max-height", "width")
     ):
         return "zero size"
-    color, background = _apply(element, inherited.color, inherited.background)
+    color, background = _apply(element, inherited.color, inherited.background, variables)
     return _same_colour(Inherited(color, background))
 
 
@@ -238,22 +368,24 @@ def drop_tree(element: Element) -> None:
 
 
 # Only these attributes can hide an element or set the colours that hide its text.
-_CANDIDATES = etree.XPath(".//*[@style or @hidden or @aria-hidden]")
+_CANDIDATES = etree.XPath(".//*[@style or @hidden or @aria-hidden or (self::font and @color)]")
 
 
-def remove_hidden(root: Element) -> list[tuple[str, str]]:
+def remove_hidden(root: Element, context: StyleContext | None = None) -> list[tuple[str, str]]:
     """Remove hidden elements under ``root``.
 
     Returns ``(reason, text)`` for each removed element that had text. Only elements
-    carrying a ``style``, ``hidden`` or ``aria-hidden`` attribute are examined (found by
-    XPath, in document order), so a page without inline styles costs almost nothing.
+    carrying a ``style``, ``hidden``, ``aria-hidden`` or ``<font color>`` attribute are
+    examined (found by XPath, in document order), so a page without inline styles costs
+    almost nothing.
     """
     removed: list[tuple[str, str]] = []
     top = root.getroottree().getroot()
+    variables = context.variables if context is not None else None
     for element in _CANDIDATES(root):
         if not _attached(element, top):
             continue  # inside an element already removed
-        reason = hidden_reason(element, inherited_at(element))
+        reason = hidden_reason(element, inherited_at(element, context), variables)
         if reason:
             # Joined without spaces: "ig<b>nore</b>" must read as the word a model would see.
             text = " ".join("".join(element.itertext()).split())
@@ -277,33 +409,68 @@ _MAX_MARKED = 5000
 _TRANSLATOR = HTMLTranslator()
 
 
-def apply_hiding_rules(document: Element) -> int:
+# @media conditions that hold on every screen.
+_EVERY_SCREEN = re.compile(
+    r"^(?:only\s+)?(?:screen|all)?(?:\s*(?:and\s+)?\(\s*min-(?:width|height)\s*:\s*0+(?:px|em)?\s*\))*$"
+)
+
+
+def _rules(css: str, depth: int = 0) -> list[Any]:
+    """The qualified rules a screen applies: top level, and inside @layer, @supports and
+    @media blocks for every screen (``@media print`` or ``(max-width: …)`` is not every
+    reader's view)."""
+    found: list[Any] = []
+    for rule in tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True):
+        if rule.type == "qualified-rule":
+            found.append(rule)
+        elif rule.type == "at-rule" and rule.content is not None and depth < 4:
+            keyword = rule.lower_at_keyword
+            prelude = " ".join(tinycss2.serialize(rule.prelude).split()).lower()
+            every_screen = keyword == "media" and any(
+                _EVERY_SCREEN.match(query.strip()) for query in prelude.split(",")
+            )
+            if keyword in {"layer", "supports"} or every_screen:
+                found += _rules(tinycss2.serialize(rule.content), depth + 1)
+        if len(found) > _MAX_STYLE_RULES:
+            break
+    return found
+
+
+def apply_hiding_rules(document: Element, context: StyleContext | None = None) -> int:
     """Copy the ``<style>`` rules that hide into the inline style of what they match.
 
     Run before ``remove_hidden`` (and before the ``<style>`` elements are dropped).
-    The rule's declarations go first, so the element's own inline ones win.
+    The rule's declarations go first, so the element's own inline ones win, except
+    ``!important`` ones, which go last and win, as in a browser.
     Returns how many elements were marked.
     """
     marked = 0
     rules_seen = 0
     hiding = 0
+    variables = context.variables if context is not None else {}
     for style in list(document.iter("style")):
-        for rule in tinycss2.parse_stylesheet(
-            style.text or "", skip_comments=True, skip_whitespace=True
-        ):
+        for rule in _rules(style.text or ""):
             rules_seen += 1
             if rules_seen > _MAX_STYLE_RULES:
                 return marked
-            if rule.type != "qualified-rule":
-                continue  # @media print, @font-face, ...: not what the reader sees
-            declarations = "; ".join(
-                f"{d.lower_name}: {tinycss2.serialize(d.value).strip()}"
-                + (" !important" if d.important else "")
+            items = [
+                d
                 for d in tinycss2.parse_declaration_list(
                     rule.content, skip_comments=True, skip_whitespace=True
                 )
-                if d.type == "declaration"
+                if d.type == "declaration" and not d.name.startswith("--")
+            ]
+            normal = "; ".join(
+                f"{d.lower_name}: {_resolve(tinycss2.serialize(d.value).strip(), variables)}"
+                for d in items
+                if not d.important
             )
+            important = "; ".join(
+                f"{d.lower_name}: {_resolve(tinycss2.serialize(d.value).strip(), variables)}"
+                for d in items
+                if d.important
+            )
+            declarations = "; ".join(part for part in (normal, important) if part)
             if not declarations or not _rule_hides(declarations):
                 continue
             hiding += 1
@@ -318,7 +485,8 @@ def apply_hiding_rules(document: Element) -> int:
                 if marked >= _MAX_MARKED:
                     return marked
                 if isinstance(element, Element):
-                    element.set("style", f"{declarations}; {element.get('style') or ''}")
+                    inline = element.get("style") or ""
+                    element.set("style", f"{normal}; {inline}; {important}".strip("; "))
                     marked += 1
     return marked
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import re
 from pathlib import PurePosixPath
+from typing import Any
 
-from pypdf import PasswordType, PdfReader
+from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 
 from ..detect import MIME_BY_KIND, name_hint
@@ -65,17 +67,24 @@ def _read(raw: RawSource, limits: IngestionLimits) -> LoadedDocument:
 
     parts: list[str] = []
     pages: list[PageSpan] = []
+    hidden_texts: list[str] = []
     position = 0
     for number, page in enumerate(reader.pages, start=1):
         try:
-            page_text = page.extract_text() or ""
+            page_text, invisible = _page_text(page)
         except LimitReachedError:
             raise
         except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
             # One damaged page should not cost the others.
             logger.warning("PDF %s page %d unreadable: %s", raw.location, number, exc)
             warnings.append(f"page {number} could not be read: {exc or type(exc).__name__}")
-            page_text = ""
+            page_text, invisible = "", []
+        if invisible:
+            # Text nobody sees on a page that shows other text: hidden from readers.
+            # (A scanned page whose only text is an invisible OCR layer keeps it.)
+            for piece in invisible:
+                page_text = page_text.replace(piece, "", 1)
+            hidden_texts.append(" ".join(" ".join(invisible).split()))
         page_text = squeeze_blank_lines(normalise_newlines(page_text).replace("\x00", ""))
         has_text = bool(page_text.strip())
         if not has_text:
@@ -104,8 +113,41 @@ def _read(raw: RawSource, limits: IngestionLimits) -> LoadedDocument:
         title=title,
         metadata=metadata,
         pages=pages,
+        hidden_texts=hidden_texts,
         warnings=warnings,
     )
+
+
+# Text render modes that paint nothing (3: invisible; 7: only adds to the clipping path).
+_INVISIBLE_MODES = {3, 7}
+
+
+def _page_text(page: PageObject) -> tuple[str, list[str]]:
+    """The page's text, and the pieces of it drawn invisibly when other text is visible.
+
+    The text render mode (``Tr``) belongs to the graphics state: it persists across
+    text objects and is saved and restored by ``q``/``Q``.
+    """
+    mode = [0]
+    saved: list[int] = []
+    visible: list[str] = []
+    invisible: list[str] = []
+
+    def operator(op: bytes, args: list[Any], *_: Any) -> None:
+        if op == b"Tr" and args:
+            with contextlib.suppress(TypeError, ValueError):
+                mode[0] = int(args[0])
+        elif op == b"q":
+            saved.append(mode[0])
+        elif op == b"Q" and saved:
+            mode[0] = saved.pop()
+
+    def shown(text: str, *_: Any) -> None:
+        if text.strip():
+            (invisible if mode[0] in _INVISIBLE_MODES else visible).append(text.strip())
+
+    text = page.extract_text(visitor_operand_before=operator, visitor_text=shown) or ""
+    return text, invisible if visible else []
 
 
 def _metadata(reader: PdfReader) -> tuple[str, dict[str, object]]:
@@ -124,6 +166,13 @@ def _metadata(reader: PdfReader) -> tuple[str, dict[str, object]]:
             continue
         if value:
             metadata[key] = " ".join(str(value).split())
+    try:
+        keywords = info.get("/Keywords")
+    except (PyPdfError, ValueError, KeyError, TypeError):
+        keywords = None
+    if keywords:
+        # Read by whatever indexes the file; the injection validator checks them.
+        metadata["keywords"] = " ".join(str(keywords).split())
     try:
         title = " ".join(str(info.title or "").split())
     except (PyPdfError, ValueError, KeyError, TypeError):

@@ -17,6 +17,7 @@ from bisect import bisect_right
 from ..limits import IngestionLimits
 from ..types import LoadedDocument, Signal
 from .base import VALIDATORS, Validator
+from .normalise import detection_view
 from .patterns import (
     ADDRESSED_TO_AI,
     AI_MENTION,
@@ -45,6 +46,8 @@ MAX_SIGNALS_PER_NAME = 10
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|\n\s*\n")
 _FENCE = re.compile(r"^(?:```|~~~)", re.M)
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.I)
+# Bare host names ("evil.example", "collector.io"): not words of a sentence either.
+_HOST = re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b", re.I)
 
 
 def excerpt_of(text: str, start: int, end: int) -> str:
@@ -53,7 +56,7 @@ def excerpt_of(text: str, start: int, end: int) -> str:
 
 
 def instruction_hits(text: str) -> list[tuple[Pattern, re.Match[str]]]:
-    """Every instruction-like passage in ``text``, in order."""
+    """Every instruction-like passage in ``text`` as written, in order."""
     # Whitespace squeezed so that "you  are\nnow" still meets the keyword "you are now".
     lowered = " " + " ".join(text.lower().split())
     hits = [
@@ -65,6 +68,21 @@ def instruction_hits(text: str) -> list[tuple[Pattern, re.Match[str]]]:
     return sorted(hits, key=lambda hit: hit[1].start())
 
 
+def instruction_spans(text: str) -> list[tuple[Pattern, int, int]]:
+    """Every instruction in ``text`` as a model reads it, with its span in ``text``.
+
+    The patterns run over the detection view (zero-width characters, soft hyphens,
+    homoglyphs, full-width letters, accents, leetspeak and letter spacing undone), and
+    each finding is mapped back to the characters of ``text`` it came from.
+    """
+    view = detection_view(text)
+    found: list[tuple[Pattern, int, int]] = []
+    for pattern, match in instruction_hits(view.text):
+        start, end = view.span(*match.span())
+        found.append((pattern, start, end))
+    return found
+
+
 def check_injection(doc: LoadedDocument, limits: IngestionLimits) -> tuple[list[Signal], list[str]]:
     """Prompt-injection validator: (signals, errors); it never reports errors."""
     text = doc.text
@@ -74,6 +92,7 @@ def check_injection(doc: LoadedDocument, limits: IngestionLimits) -> tuple[list[
     signals += _links(text)
     signals += _encoded_payloads(text)
     signals += _hidden(doc)
+    signals += _metadata_instructions(doc)
     return _capped(signals), []
 
 
@@ -85,8 +104,7 @@ PROMPT_INJECTION = VALIDATORS.add(
 def _visible_instructions(text: str) -> list[Signal]:
     fences = [m.start() for m in _FENCE.finditer(text)]
     signals: list[Signal] = []
-    for pattern, match in instruction_hits(text):
-        start, end = match.span()
+    for pattern, start, end in instruction_spans(text):
         sentence = _sentence(text, start, end)
         reason = _why_weaker(text, start, sentence, fences)
         detail = pattern.detail + (f" ({reason}, so only suspicious)" if reason else "")
@@ -119,7 +137,7 @@ def _why_weaker(text: str, start: int, sentence: str, fences: list[int]) -> str:
     if any(quote in lead for quote in QUOTES):
         return "quoted"
     # Addresses are not words of the sentence ("collector.example/log" is no example).
-    words = _URL.sub(" ", sentence)
+    words = _HOST.sub(" ", _URL.sub(" ", sentence))
     if DISCUSSION_CUES.search(words):
         return "the sentence discusses it"
     if CONDITIONAL.search(words) and not AI_MENTION.search(words):
@@ -198,7 +216,7 @@ def _encoded_payloads(text: str) -> list[Signal]:
         decoded = _decoded_text(match.group(0))
         if decoded is None:
             continue
-        hits = instruction_hits(decoded)
+        hits = instruction_spans(decoded)
         signals.append(
             Signal(
                 name="encoded-payload",
@@ -269,16 +287,58 @@ def _hidden_signal(
 
 def _instruction_in(text: str, *, is_comment: bool) -> tuple[tuple[int, int], str] | None:
     """The first instruction or role marker in hidden text: its span and what it does."""
-    hits = instruction_hits(text)
+    hits = instruction_spans(text)
     if hits:
-        return hits[0][1].span(), hits[0][0].detail
+        pattern, start, end = hits[0]
+        return (start, end), pattern.detail
     role = ROLE_MARKERS.search(text)
     if role:
         return role.span(), "carries a chat role marker"
-    directive = (ADDRESSED_TO_AI if is_comment else HIDDEN_DIRECTIVE).search(text)
+    view = detection_view(text)
+    directive = (ADDRESSED_TO_AI if is_comment else HIDDEN_DIRECTIVE).search(view.text)
     if directive:
-        return directive.span(), "tells an AI model what to do"
+        return view.span(*directive.span()), "tells an AI model what to do"
     return None
+
+
+def _metadata_texts(doc: LoadedDocument) -> list[tuple[str, str]]:
+    """``(field, text)`` for the title and every string in the metadata."""
+    found: list[tuple[str, str]] = [("title", doc.title)] if doc.title else []
+
+    def walk(name: str, value: object) -> None:
+        if isinstance(value, str):
+            found.append((name, value))
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{name}.{key}" if name else str(key), inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(name, inner)
+
+    walk("", doc.metadata)
+    return found
+
+
+def _metadata_instructions(doc: LoadedDocument) -> list[Signal]:
+    """Instructions in the title or metadata (PDF /Title, /Subject, /Keywords, front matter).
+
+    Metadata is read by whatever summarises or indexes a document, rarely by a person:
+    an instruction there is strong, as in hidden text.
+    """
+    signals: list[Signal] = []
+    for name, text in _metadata_texts(doc):
+        hits = instruction_spans(text)
+        if hits:
+            pattern, start, end = hits[0]
+            signals.append(
+                Signal(
+                    name="metadata-instruction",
+                    detail=f"the document's {name} {pattern.detail}",
+                    excerpt=excerpt_of(text, start, end),
+                    weight=STRONG,
+                )
+            )
+    return signals
 
 
 def _capped(signals: list[Signal]) -> list[Signal]:

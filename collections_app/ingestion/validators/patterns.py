@@ -32,13 +32,19 @@ def _p(signal: str, detail: str, pattern: str, keywords: tuple[str, ...]) -> Pat
 
 _AI_KEYWORDS = (
     " ai", "(ai", "a.i.", "assistant", "chat", "language model", "llm", "gpt",
-    "claude", "gemini", "copilot",
+    "claude", "gemini", "copilot", " ki", " ia", "'ia", "sprachmodell", "asistente",
+    "modele de langage", "modelo de", "modello linguistico", "taalmodel",
 )  # fmt: skip
 
 
 _TARGETS = r"(?:instructions?|prompts?|directions|directives|rules|guidelines|guardrails)"
 _EARLIER = r"(?:previous|prior|above|earlier|preceding|foregoing|original|initial|system|your)"
-_AI = r"(?:AI|A\.I\.|assistant|chat\s?bot|language\s+model|LLM|GPT|Claude|Gemini|Copilot)"
+_AI = (
+    r"(?:AI|A\.I\.|assistant|chat\s?bot|language\s+model|LLM|GPT|Claude|Gemini|Copilot"
+    # German, French, Spanish, Italian, Dutch, Portuguese (matched without accents).
+    r"|KI|IA|Sprachmodell|KI-Assistent|assistente|asistente|assistent|modele\s+de\s+langage"
+    r"|modelo\s+de\s+lenguaje|modello\s+linguistico|taalmodel|modelo\s+de\s+linguagem)"
+)
 _PERSONA = (
     r"(?:DAN\b|jailbr\w*|unrestricted|unfiltered|uncensored"
     r"|(?:developer|god|jailbreak|unrestricted|evil|admin|sudo)\s+mode"
@@ -87,7 +93,7 @@ INSTRUCTION_PATTERNS: tuple[Pattern, ...] = (
         "instruction-override",
         "announces new instructions",
         # Only at the start of a line or sentence: "two new instructions: LOAD_CONST" is prose.
-        r"(?:^[ \t>*#_-]*|(?<=[.!?] ))(?:new|updated|revised|real|actual)\s+(?:system\s+)?"
+        r"(?:^[ \t>*#_-]*|(?<=[.!?:;] ))(?:new|updated|revised|real|actual)\s+(?:system\s+)?"
         r"(?:instructions|prompt|rules)\s*:",
         ("instructions:", "instructions :", "prompt:", "prompt :", "rules:", "rules :"),
     ),
@@ -130,6 +136,237 @@ INSTRUCTION_PATTERNS: tuple[Pattern, ...] = (
     ),
 )
 
+# --- the same instructions in German, French, Spanish, Italian, Dutch and Portuguese ----
+# Matched against the detection view (no accents, no homoglyphs), hence plain ASCII.
+_OVERRIDE_VERBS = (
+    r"(?:ignorier\w*|vergiss|vergessen|missacht\w*|uberschreib\w*"  # de
+    r"|ignore[rz]?|oublie[rz]?|ne\s+tien(?:s|t|nez)\s+(?:plus\s+)?pas\s+compte"  # fr
+    r"|ignora[rd]?|olvida[rd]?|olvide|haz\s+caso\s+omiso|no\s+hagas\s+caso"  # es
+    r"|ignorare|dimentica(?:re)?|non\s+considerare|trascura(?:re)?"  # it
+    r"|negeer|vergeet|houd\s+geen\s+rekening"  # nl
+    r"|ignore|esqueca|esquece(?:r)?|desconsider[ae]r?)"  # pt
+)
+_FOREIGN_TARGETS = (
+    r"(?:anweisung(?:en)?|instruktion(?:en)?|befehle|regeln|vorgaben"
+    r"|instructions?|consignes|regles|directives"
+    r"|instrucciones|instruccion|indicaciones|reglas|directrices"
+    r"|istruzioni|indicazioni|regole|direttive"
+    r"|instructies|opdrachten|regels|aanwijzingen"
+    r"|instrucoes|instrucao|orientacoes|regras|diretrizes|comandos)"
+)
+_FOREIGN_EARLIER = (
+    r"(?:vorherigen|vorigen|bisherigen|obigen|fruheren|ursprunglichen|deine|ihre"
+    r"|precedentes?|anterieures?|ci-dessus|initiales|vos|tes"
+    r"|anteriores|previas|originales|iniciales|tus|sus"
+    r"|precedenti|sopra|originali|iniziali|tue|sue"
+    r"|vorige|eerdere|voorgaande|bovenstaande|oorspronkelijke|je|jouw|uw"
+    r"|suas|tuas)"
+)
+_FOREIGN_ALL = r"(?:alle|allen|toutes|tous|todas|todos|tutte|tutti|qualsiasi|quaisquer)"
+_SKIP = r"(?:[\w']+\W+){0,3}?"
+_ANSWER_PAYLOAD = (
+    # A token in capitals, a quotation, a link or an image: what the model is to write.
+    r"[\s:]*(?:(?-i:[A-Z][A-Z0-9_!]{2,})\b|[\"'\u201c\u2018\u00ab]|https?://|!?\[)"
+)
+# Stricter, where quoting a reply is ordinary prose ("it used to only say 'done'").
+_STRICT_PAYLOAD = r"[\s:]*(?:(?-i:[A-Z][A-Z0-9_!]{2,})\b|https?://|!?\[)"
+_MACHINE_READING = (
+    r"(?:summari[sz]\w*|process\w*|pars\w*|index\w*|analy[sz]\w*|ingest\w*|scrap\w*"
+    r"|crawl\w*|embed\w*|retriev\w*)"
+)
+_DIRECTIVE = (
+    r"(?:reply|respond|answer|say|output|write|include|tell|state|print|return|mention|add"
+    r"|ignore|recommend|describe|rate|insert|append|translate|call)"
+)
+
+INSTRUCTION_PATTERNS += (
+    _p(
+        "instruction-override",
+        "tells the model to ignore its instructions (in another language)",
+        r"\b"
+        + _OVERRIDE_VERBS
+        + r"\W+"
+        + _SKIP
+        + r"(?:"
+        + _FOREIGN_EARLIER
+        + r"\W+"
+        + _SKIP
+        + _FOREIGN_TARGETS
+        + r"|"
+        + _FOREIGN_TARGETS
+        + r"\W+"
+        + _SKIP
+        + _FOREIGN_EARLIER
+        + r"|"
+        + _FOREIGN_ALL
+        + r"\W+"
+        + _SKIP
+        + _FOREIGN_TARGETS
+        + r")\b",
+        (
+            "ignor",
+            "vergiss",
+            "vergessen",
+            "missacht",
+            "uberschreib",
+            "oubli",
+            "tien",
+            "olvid",
+            "caso",
+            "dimentic",
+            "considerare",
+            "trascur",
+            "negeer",
+            "vergeet",
+            "rekening",
+            "esquec",
+            "desconsider",
+        ),
+    ),
+    _p(
+        "instruction-override",
+        "tells the model to set its instructions aside",
+        r"\b(?:pay\s+no\s+attention\s+to|set\s+aside|throw\s+(?:out|away)|discard|drop"
+        r"|abandon|do\s+not\s+follow|don't\s+follow|stop\s+following|no\s+longer\s+follow)"
+        r"\s+" + _SKIP + _EARLIER + r"\s+(?:\w+\s+){0,2}?"
+        r"(?:instructions?|prompts?|directions|directives|rules|guidelines|guidance|orders"
+        r"|commands|programming)\b"
+        r"|\b(?:previous|prior|earlier|original|above|initial|system)\s+(?:instructions|prompt"
+        r"|rules|guidance|directions)\s+(?:are|is|were|have\s+been)\s+(?:now\s+)?(?:void"
+        r"|cancel\w*|obsolete|revoked|invalid|withdrawn|no\s+longer\s+(?:valid|apply"
+        r"|applicable|in\s+effect))"
+        r"|\b(?:disregard|ignore)\s+(?:everything|anything|all)\b[^.\n]{0,30}?\b(?:above|before"
+        r"|previously|so\s+far|you\s+(?:were|have\s+been)\s+(?:told|given|instructed))",
+        (
+            "pay no attention",
+            "set aside",
+            "throw",
+            "discard",
+            "drop",
+            "abandon",
+            "follow",
+            "void",
+            "cancel",
+            "obsolete",
+            "revoked",
+            "invalid",
+            "withdrawn",
+            "no longer",
+            "disregard everything",
+            "disregard anything",
+            "ignore everything",
+            "ignore anything",
+            "disregard all",
+            "ignore all",
+        ),
+    ),
+    _p(
+        "instruction-override",
+        "tells the model what to answer to every question",
+        r"\b(?:answer|reply|respond)(?:s|ing)?\s+(?:to\s+)?(?:every|each|all|any)\s+"
+        r"(?:(?:user|customer|incoming)\s+)?(?:questions?|quer(?:y|ies)|requests?|prompts?"
+        r"|messages?)\s+(?:with|by\s+saying|saying|using)"
+        + _ANSWER_PAYLOAD
+        + r"|\b(?:always|only)\s+(?:answer|reply|respond|output)\s+(?:with|by\s+saying)"
+        + _STRICT_PAYLOAD
+        + r"|\b(?:whatever|no\s+matter\s+what)\s+(?:the\s+)?(?:user\s+)?(?:asks?|question)"
+        r"[^.\n]{0,30}?\b(?:answer|reply|respond|say)\s+(?:with\s+)?"
+        + _STRICT_PAYLOAD
+        # German, French, Spanish, Italian, Dutch, Portuguese.
+        + r"|\bantworte(?:n)?\s+(?:sie\s+)?(?:auf\s+)?(?:jede|alle)\s+(?:frage|anfrage)n?"
+        r"\s+(?:nur\s+)?mit"
+        + _ANSWER_PAYLOAD
+        + r"|\brepond(?:s|ez|re)\s+(?:a\s+)?(?:chaque|toute|toutes\s+les)\s+(?:question|demande)"
+        r"s?\s+(?:par|avec)"
+        + _ANSWER_PAYLOAD
+        + r"|\brespond(?:e|a|er)\s+(?:a\s+)?(?:cada|toda|todas\s+las|todas\s+as)\s+"
+        r"(?:pregunta|consulta|pergunta)s?\s+(?:con|com)"
+        + _ANSWER_PAYLOAD
+        + r"|\brispond(?:i|a|ere)\s+(?:a\s+)?(?:ogni|tutte\s+le)\s+(?:domand[ae]|richiest[ae])"
+        r"\s+con"
+        + _ANSWER_PAYLOAD
+        + r"|\b(?:beantwoord|antwoord\s+op)\s+(?:elke|iedere|alle)\s+vra(?:a)?g(?:en)?\s+met"
+        + _ANSWER_PAYLOAD,
+        (
+            "answer",
+            "reply",
+            "respond",
+            "whatever",
+            "no matter",
+            "antworte",
+            "repond",
+            "rispond",
+            "beantwoord",
+            "antwoord",
+        ),
+    ),
+    _p(
+        "instruction-override",
+        "gives orders to whatever program summarises or processes the text",
+        r"\b(?:note|message|instructions?|attention|reminder|psa|hint)\s+(?:to|for)\s+"
+        r"(?:whoever|anyone|anybody|any\s+(?:tool|bot|system|agent|model|program)"
+        r"|the\s+(?:tool|bot|system|agent|model|program|summari[sz]er|crawler|indexer))\b"
+        r"[^.\n]{0,80}?\b"
+        + _MACHINE_READING
+        + r"\b[^\n]{0,40}?[:,;.-]\s*(?:please\s+)?"
+        + _DIRECTIVE
+        + r"\b"
+        r"|\b(?:whoever|anyone|anybody|anything)\s+(?:is\s+|that\s+is\s+)?"
+        + _MACHINE_READING
+        + r"\s+(?:this|these)\b[^\n]{0,60}?[:,;-]\s*(?:please\s+)?"
+        + _DIRECTIVE
+        + r"\b"
+        r"|\b(?:if|when)\s+you\s+(?:are\s+)?"
+        + _MACHINE_READING
+        + r"\s+(?:this|these)\b[^\n]{0,60}?[:,;-]\s*(?:please\s+)?(?:you\s+must\s+)?"
+        + _DIRECTIVE
+        + r"\b",
+        (
+            "whoever",
+            "anyone",
+            "anybody",
+            "anything",
+            "if you",
+            "when you",
+            " for the",
+            " to the",
+            " for any",
+            " to any",
+        ),
+    ),
+    _p(
+        "instruction-override",
+        "addresses an AI model directly (in another language)",
+        r"\b(?:hinweis|nachricht|anweisung(?:en)?)\s+(?:fur|an)\s+(?:die\s+|den\s+|alle\s+)?"
+        + _AI
+        + r"s?\s*[:,!]"
+        r"|\b(?:note|message|consigne)s?\s+(?:pour|a|aux)\s+(?:l'|les\s+|la\s+|le\s+)?"
+        + _AI
+        + r"s?\s*[:,!]"
+        r"|\b(?:nota|mensaje|mensagem|messaggio|aviso)\s+(?:para|per|a|al|alla|ao)\s+"
+        r"(?:la\s+|el\s+|il\s+|l'|o\s+|a\s+)?" + _AI + r"s?\s*[:,!]"
+        r"|\b(?:opmerking|bericht|instructie)s?\s+(?:voor|aan)\s+(?:de\s+|het\s+)?"
+        + _AI
+        + r"s?\s*[:,!]",
+        (
+            "hinweis",
+            "nachricht",
+            "anweisung",
+            "note",
+            "message",
+            "consigne",
+            "nota",
+            "mensaje",
+            "mensagem",
+            "messaggio",
+            "aviso",
+            "opmerking",
+            "bericht",
+            "instructie",
+        ),
+    ),
+)
+
 # In hidden text, any sentence telling an AI what to do is an instruction: nobody hides
 # advice for human readers.
 HIDDEN_DIRECTIVE = re.compile(
@@ -161,7 +398,9 @@ DISCUSSION_CUES = re.compile(
     r"\b(?:such\s+as|e\.g\.|for\s+example|for\s+instance|phrases?|strings?|attacks?"
     r"|(?:text|prompts?|inputs?|messages?|commands?|sentences?|lines?)\s+like|attackers?"
     r"|malicious|injections?|jailbreaks?|adversar\w*|examples?|known\s+as|called"
-    r"|detect\w*|filter\w*|patterns?|classic|hostile|quarantine\w*|signals?)\b",
+    r"|detect\w*|filter\w*|patterns?|classic|hostile|quarantine\w*|signals?"
+    r"|zum\s+beispiel|beispiele?|par\s+exemple|exemples?|por\s+ejemplo|ejemplos?"
+    r"|ad\s+esempio|per\s+esempio|esempi|bijvoorbeeld|voorbeelden|por\s+exemplo|exemplos?)\b",
     re.I,
 )
 # A conditional ("if you use Docker, ignore the above instructions") is a reader's
