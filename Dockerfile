@@ -8,6 +8,16 @@ COPY requirements.txt .
 # torch from the CPU index: the default PyPI wheel pulls several GB of CUDA.
 RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
     && pip install --no-cache-dir -r requirements.txt
+# Optional: bake a cross-encoder into the image for the balanced and quality profiles
+# (the build then needs network access to the Hugging Face Hub), e.g.
+#   docker build --build-arg RERANK_MODEL=cross-encoder/ms-marco-MiniLM-L6-v2 .
+# Without it those profiles run without reranking and their trace says so.
+ARG RERANK_MODEL=""
+RUN if [ -n "$RERANK_MODEL" ]; then \
+      HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 python -c "import sys; from sentence_transformers import CrossEncoder; CrossEncoder(sys.argv[1], device='cpu').save('/models/reranker')" "$RERANK_MODEL" \
+      && rm -rf /root/.cache/huggingface; \
+    fi
+ENV RAG_RERANK_MODEL_BUILTIN=${RERANK_MODEL:+/models/reranker}
 COPY . .
 RUN DATABASE_URL=postgres://build@localhost/build CELERY_BROKER_URL=redis://localhost \
     python manage.py collectstatic --noinput -v0

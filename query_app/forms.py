@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.models import AnonymousUser, User
 
 from collections_app.selectors import collections_for_user
+from query_app.chat import ChatConfig
+from query_app.exceptions import QueryError
 from query_app.model_settings import (
     ModelSettingInvalid,
     ModelSettingsChange,
@@ -16,12 +19,69 @@ from query_app.model_settings import (
     chat_base_url_validate,
     rerank_model_validate,
 )
-from query_app.pipeline.profiles import default_profile_name, profile_names
-from ragsite.web import BadInput
+from query_app.pipeline.profiles import default_profile_name, profile_stages
+from query_app.services import MissingPart, profile_names, profile_needs, profile_resolve
+
+RETRIEVAL_WORDS = {
+    "vector": "vector search",
+    "keyword": "keyword search",
+    "hybrid": "hybrid search",
+}
 
 
-def profile_choices() -> list[tuple[str, str]]:
-    return [(name, name) for name in profile_names()]
+@dataclass
+class ProfileHere:
+    """A profile as it runs on this deployment: what runs, what is skipped, or why it cannot."""
+
+    name: str
+    # The stages it goes through, in order (the ask page lists them as they finish).
+    stages: tuple[str, ...] = ()
+    runs: list[str] = field(default_factory=list)
+    skipped: list[MissingPart] = field(default_factory=list)
+    problem: str = ""
+
+    @property
+    def label(self) -> str:
+        """E.g. "balanced — hybrid search; cross-encoder reranker not configured, skipped"."""
+        if self.problem:
+            return f"{self.name} — not available here: {self.problem}"
+        parts = [", ".join(self.runs)] + [p.short for p in self.skipped]
+        return f"{self.name} — {'; '.join(p for p in parts if p)}"
+
+
+def profile_here(name: str, *, chat_configured: bool) -> ProfileHere:
+    """What profile ``name`` runs here, asked of its stages (the same checks an answer makes)."""
+    here = ProfileHere(name=name, stages=profile_stages(name))
+    try:
+        name, options = profile_resolve(profile=name)
+        needs = profile_needs(profile=name, options=options, chat_configured=chat_configured)
+    except QueryError as exc:  # e.g. a settings override the deployment got wrong
+        here.problem = str(exc)
+        return here
+    if needs.problem is not None:
+        # rerank.required and the like: asking would fail with this message.
+        here.problem = str(needs.problem)
+        return here
+    o = options
+    if o.transform.kind != "none":
+        here.runs.append(f"{o.transform.kind} query rewriting")
+    here.runs.append(RETRIEVAL_WORDS.get(o.retrieval.mode, f"{o.retrieval.mode} search"))
+    if o.rerank.kind != "none" and all(p.stage != "rerank" for p in needs.runs_without):
+        here.runs.append(f"{o.rerank.kind} reranking")
+    if o.groundedness.enabled:
+        here.runs.append("groundedness check")
+    here.skipped = list(needs.runs_without)
+    return here
+
+
+def profiles_here() -> list[ProfileHere]:
+    """Every profile a request may name, as it runs on this deployment."""
+    chat_configured = ChatConfig.from_settings() is not None
+    return [profile_here(name, chat_configured=chat_configured) for name in profile_names()]
+
+
+def profile_choices(profiles: list[ProfileHere] | None = None) -> list[tuple[str, str]]:
+    return [(p.name, p.label) for p in (profiles if profiles is not None else profiles_here())]
 
 
 class AskForm(forms.Form):
@@ -48,35 +108,32 @@ class AskForm(forms.Form):
             collections_for_user(user, include_evaluation=False).only("slug", "name")
         )
         self.fields["collection"].widget.choices = [(c.slug, c.name) for c in self.collections]
-        self.fields["profile"].widget.choices = profile_choices()
+        self.profiles = profiles_here()
+        self.fields["profile"].widget.choices = profile_choices(self.profiles)
         self.fields["profile"].initial = default_profile_name()
+        if self.profile_notes:
+            # A screen reader reads what the profiles skip here with the picker.
+            self.fields["profile"].widget.attrs["aria-describedby"] = "profile-notes"
 
+    @property
+    def profile_stages(self) -> dict[str, list[str]]:
+        """Each profile's stages, for the progress list the page shows while answering."""
+        return {p.name: list(p.stages) for p in self.profiles}
 
-class AskInput(forms.Form):
-    """The text fields of a posted ask form, read before the answering service sees them.
-
-    Django's text fields refuse NUL characters, which PostgreSQL cannot store or
-    compare: such a question or collection is a 400 with a sentence saying why
-    (``ask_input_check``), as the API answers it. Everything else (empty, too long,
-    unknown collection or profile) is the answering service's to judge.
-    """
-
-    collection = forms.CharField(required=False, strip=False)
-    question = forms.CharField(required=False, strip=False)
-    profile = forms.CharField(required=False, strip=False)
-    conversation = forms.CharField(required=False, strip=False)
-
-
-def ask_input_check(data: Mapping[str, Any]) -> None:
-    """Raise BadInput (a 400 page with the reason) when ``data`` holds what no question can."""
-    posted = AskInput({name: data.get(name, "") for name in AskInput.base_fields})
-    if not posted.is_valid():
-        problems = [
-            f"the {name} field: {message.rstrip('.').lower()}"
-            for name, messages in posted.errors.items()
-            for message in messages
-        ]
-        raise BadInput("The question was not asked: " + "; ".join(problems) + ".")
+    @property
+    def profile_notes(self) -> list[str]:
+        """One line per missing part: the profiles that skip it and how to enable it."""
+        skipping: dict[MissingPart, list[str]] = {}
+        for profile in self.profiles:
+            for part in profile.skipped:
+                skipping.setdefault(part, []).append(profile.name)
+        notes = []
+        for part, names in skipping.items():
+            note = f"{', '.join(names)}: {part.short}."
+            if part.enable:
+                note += f" To enable it, {part.enable}."
+            notes.append(note)
+        return notes
 
 
 class RerunForm(forms.Form):

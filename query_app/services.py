@@ -32,7 +32,7 @@ from query_app.pipeline.options import QueryLimits, QueryOptions
 from query_app.pipeline.profiles import options_resolve, profile_names, profile_stages
 from query_app.pipeline.prompts import passage_block
 from query_app.pipeline.runner import pipeline_check, pipeline_run, pipeline_stages
-from query_app.pipeline.stages import StageCheck
+from query_app.pipeline.stages import MissingPart, StageCheck
 from query_app.pipeline.types import AnswerEvent, Candidate, PipelineEvent, RagAnswer, RagQuery
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ __all__ = [
     "ConfigurationError",
     "GroundednessVerdict",
     "JudgedPassage",
+    "MissingPart",
     "ProfileNeeds",
     "QueryEvent",
     "QueryLimits",
@@ -289,22 +290,35 @@ class ProfileNeeds:
     problem: ConfigurationError | None
     # The parts that call the chat model, in words ("its 'llm' reranker").
     chat_uses: list[str]
+    # Optional parts missing here that the profile runs without (each stage's
+    # trace step then warns and says how to enable them).
+    runs_without: list[MissingPart] = dataclasses.field(default_factory=list)
 
 
-def profile_needs(*, profile: str, options: QueryOptions) -> ProfileNeeds:
-    """Ask every stage of ``profile`` what ``options`` need: missing models, chat model use."""
-    check = StageCheck(options=options, chat_configured=True)
+def profile_needs(
+    *, profile: str, options: QueryOptions, chat_configured: bool = True
+) -> ProfileNeeds:
+    """Ask every stage of ``profile`` what ``options`` need: missing models, chat model use.
+
+    ``chat_configured`` is what the stages assume about the chat model (by
+    default that it is there: evaluation weighs ``chat_uses`` itself; the ask
+    page passes the truth, so a part that needs it shows as run without).
+    """
+    check = StageCheck(options=options, chat_configured=chat_configured)
     problem: ConfigurationError | None = None
     uses: list[str] = []
+    without: list[MissingPart] = []
     for stage in pipeline_stages(profile_stages(profile)):
         try:
             stage.check(check)
         except ConfigurationError as exc:
             problem = problem or exc
+        else:
+            without += stage.runs_without(check)
         use = stage.chat_use(options)
         if use:
             uses.append(use)
-    return ProfileNeeds(problem=problem, chat_uses=uses)
+    return ProfileNeeds(problem=problem, chat_uses=uses, runs_without=without)
 
 
 @dataclass(frozen=True)

@@ -338,8 +338,10 @@ RAG: dict[str, Any] = {
     "query": {
         "rerank": {
             # Cross-encoder for the balanced/quality profiles: a sentence-transformers
-            # CrossEncoder directory/id or a directory holding model.onnx.
-            "model": env_str("RAG_RERANK_MODEL"),
+            # CrossEncoder directory/id or a directory holding model.onnx. An image
+            # built with RERANK_MODEL (Dockerfile) names its baked-in copy in
+            # RAG_RERANK_MODEL_BUILTIN, which docker-compose's empty default cannot hide.
+            "model": env_str("RAG_RERANK_MODEL") or env_str("RAG_RERANK_MODEL_BUILTIN"),
         },
     },
     # Per-profile overrides: {"balanced": {"rerank": {"top_n": 8}}, ...}

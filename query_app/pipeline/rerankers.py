@@ -8,6 +8,11 @@
   must be configured: ``RAG["query"]["rerank"]["model"]`` (env ``RAG_RERANK_MODEL``).
 - ``llm``: one listwise chat call; tolerant parsing; falls back to retrieval
   order with a trace warning.
+
+A reranker whose part is missing here (no cross-encoder configured or loadable,
+no chat model for ``llm``) is a ``RerankerGap``: the rerank stage then keeps the
+retrieval order with a warning saying how to enable it, unless the options say
+``rerank.required``, which turns the gap into its ConfigurationError.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import numpy as np
 
 from query_app.chat import ChatClient, ChatError
 from query_app.exceptions import (
+    ChatNotConfigured,
+    ConfigurationError,
     GenerationFailed,
     RerankerModelError,
     RerankerNotConfigured,
@@ -44,6 +51,16 @@ MODEL_ENV = "RAG_RERANK_MODEL"
 # (evaluation's --without-cross-encoder).
 WITHOUT_CROSS_ENCODER = {"rerank.kind": "none"}
 WITHOUT_NOTE = "run without its cross-encoder (rerank.kind=none) because none is configured"
+# How a person enables each reranker's missing part, in words (shown in the trace).
+CROSS_ENCODER_ENABLE = (
+    "set the cross-encoder on the Models page (administrators) or in RAG_RERANK_MODEL; "
+    "the README's 'Reranking with a cross-encoder' gives the one-time command that "
+    "fetches one"
+)
+CHAT_ENABLE = (
+    "set a chat server on the Models page (administrators) or with RAG_CHAT_BASE_URL "
+    "and RAG_CHAT_MODEL"
+)
 
 
 @dataclass
@@ -200,6 +217,8 @@ class CrossEncoderReranker:
     """Score every candidate with the configured cross-encoder and keep the top_n."""
 
     uses_chat = False
+    # How to enable it when its model is missing (a reranker may leave this out).
+    enable_note = CROSS_ENCODER_ENABLE
 
     def check(self, options: RerankOptions) -> None:
         load_cross_encoder(options.model, options.max_length)
@@ -262,6 +281,7 @@ class LlmReranker:
     """One listwise chat call; the reply's order wins, missing ids follow in retrieval order."""
 
     uses_chat = True
+    enable_note = CHAT_ENABLE
 
     def check(self, options: RerankOptions) -> None:
         return None
@@ -323,3 +343,54 @@ def rerank_llm(
     result.candidates = ranked[: options.top_n]
     result.details["parsed_ids"] = parsed
     return result
+
+
+@dataclass(frozen=True)
+class RerankerGap:
+    """A reranker's part that this deployment lacks: the rerank step runs without it."""
+
+    kind: str
+    # What ``rerank.required`` raises instead of running without it.
+    error: ConfigurationError
+    # A few words for the profile picker: "cross-encoder reranker not configured, skipped".
+    short: str
+    # Why, for the trace warning: "the cross-encoder reranker is not configured here".
+    why: str
+    # How to enable it, in words ("" when the reranker does not say).
+    enable: str
+
+    @property
+    def warning(self) -> str:
+        """The trace warning: what was skipped, why, and how to enable it."""
+        text = f"{self.why}, so this step kept the retrieval order"
+        return f"{text}; to enable it, {self.enable}" if self.enable else text
+
+
+def reranker_gap(options: RerankOptions, *, chat_configured: bool) -> RerankerGap | None:
+    """What the ``options.kind`` reranker lacks here, found by its own ``check``; None if nothing.
+
+    A reranker that calls the chat model lacks it when none is configured.
+    """
+    kind = options.kind
+    reranker = RERANKERS.get(kind)()
+    enable = str(getattr(reranker, "enable_note", "") or "")
+    try:
+        reranker.check(options)
+    except RerankerNotConfigured as exc:
+        short, why = "not configured", f"the {kind} reranker is not configured here"
+        return RerankerGap(kind, exc, f"{kind} reranker {short}, skipped", why, enable)
+    except RerankerModelError as exc:
+        short, why = "cannot load its model", f"the {kind} reranker cannot load its model ({exc})"
+        return RerankerGap(kind, exc, f"{kind} reranker {short}, skipped", why, enable)
+    except ConfigurationError as exc:
+        short, why = "not available", f"the {kind} reranker is not available here ({exc})"
+        return RerankerGap(kind, exc, f"{kind} reranker {short}, skipped", why, enable)
+    if reranker.uses_chat and not chat_configured:
+        error = ChatNotConfigured(
+            f"the {kind!r} reranker needs a chat model and none is configured: set "
+            "RAG_CHAT_BASE_URL and RAG_CHAT_MODEL, or choose another reranker "
+            "(rerank.kind = none or cross-encoder)"
+        )
+        why = f"no chat model is configured for the {kind} reranker"
+        return RerankerGap(kind, error, f"{kind} reranker has no chat model, skipped", why, enable)
+    return None

@@ -85,7 +85,10 @@ def test_runs_can_be_filtered_by_collection(api, ingested):
         ({"question": QUESTION, "top_n": 0}, "top_n must be between 1 and 50"),
         ({"question": QUESTION, "top_n": 51}, "top_n must be between 1 and 50"),
         ({"question": QUESTION, "top_n": "ten"}, "valid integer"),
-        ({"question": QUESTION, "profile": "balanced"}, MODEL_ENV),
+        (
+            {"question": QUESTION, "profile": "balanced", "overrides": {"rerank.required": True}},
+            MODEL_ENV,
+        ),
     ],
     ids=[
         "empty",

@@ -127,12 +127,52 @@ def test_balanced_profile_reads_the_model_from_settings(kb, reader, tiny_model, 
     assert step(run, "retrieve")["details"]["mode"] == "hybrid"
 
 
-def test_cross_encoder_without_a_model_is_a_clear_error_naming_the_setting(kb, reader, rag_set):
+def test_without_a_model_balanced_answers_in_retrieval_order_and_says_how_to_enable_it(
+    kb, reader, rag_set
+):
+    rag_set("query.rerank.model", "")
+    run = query_answer(
+        user=reader,
+        request=QueryRequest(collection="kb", question=REFUND_QUESTION, profile="balanced"),
+    )
+    plain = query_answer(
+        user=reader,
+        request=QueryRequest(
+            collection="kb",
+            question=REFUND_QUESTION,
+            profile="balanced",
+            overrides={"rerank.kind": "none"},
+        ),
+    )
+
+    assert run.mode == "extractive" and run.citations
+    rerank = step(run, "rerank")
+    assert rerank["details"]["reranker"] == "cross-encoder"
+    assert rerank["details"]["skipped"] == "cross-encoder reranker not configured, skipped"
+    assert "RAG_RERANK_MODEL" in rerank["details"]["skipped_reason"]
+    assert "RAG_RERANK_MODEL" in rerank["details"]["enable"]
+    assert rerank["warnings"][0].startswith(
+        "the cross-encoder reranker is not configured here, so this step kept the retrieval order"
+    )
+    # What runs is exactly the profile without a reranker: the retrieval order.
+    assert [c["chunk_id"] for c in run.citations] == [c["chunk_id"] for c in plain.citations]
+    assert [c["rerank_score"] for c in rerank["details"]["ranking"]] == [None] * len(
+        rerank["details"]["ranking"]
+    )
+    assert any("rerank: the cross-encoder reranker" in w for w in run.warnings)
+
+
+def test_rerank_required_keeps_the_clear_error_naming_the_setting(kb, reader, rag_set):
     rag_set("query.rerank.model", "")
     with pytest.raises(RerankerNotConfigured) as err:
         query_answer(
             user=reader,
-            request=QueryRequest(collection="kb", question=REFUND_QUESTION, profile="balanced"),
+            request=QueryRequest(
+                collection="kb",
+                question=REFUND_QUESTION,
+                profile="balanced",
+                overrides={"rerank.required": True},
+            ),
         )
     message = str(err.value)
     assert 'RAG["query"]["rerank"]["model"]' in message
@@ -144,12 +184,22 @@ def test_cross_encoder_without_a_model_is_a_clear_error_naming_the_setting(kb, r
 def test_a_model_that_cannot_be_loaded_is_reported(kb, reader, tmp_path):
     missing = tmp_path / "no-such-model"
     missing.mkdir()
+    overrides = {"rerank": {"kind": "cross-encoder", "model": str(missing)}}
+    run = query_answer(
+        user=reader,
+        request=QueryRequest(collection="kb", question=REFUND_QUESTION, overrides=overrides),
+    )
+    rerank = step(run, "rerank")
+    assert rerank["details"]["skipped"] == "cross-encoder reranker cannot load its model, skipped"
+    assert "cannot load the cross-encoder model" in rerank["warnings"][0]
+    assert str(missing) in rerank["warnings"][0]
+
     with pytest.raises(RerankerModelError, match="cannot load the cross-encoder model"):
         query_answer(
             user=reader,
             request=QueryRequest(
                 collection="kb",
                 question=REFUND_QUESTION,
-                overrides={"rerank": {"kind": "cross-encoder", "model": str(missing)}},
+                overrides={**overrides, "rerank.required": True},
             ),
         )

@@ -97,7 +97,10 @@ def test_runs_are_stored_under_the_named_user(docs, user):
         (["   "], "the question is empty"),
         (["--option", "rerank.kind=magic", QUESTION], "cross-encoder"),
         (["--option", "nonsense", QUESTION], "KEY=VALUE"),
-        (["--profile", "balanced", QUESTION], "RAG_RERANK_MODEL"),
+        (
+            ["--profile", "balanced", "--option", "rerank.required=true", QUESTION],
+            "RAG_RERANK_MODEL",
+        ),
         (["--user", "nobody", QUESTION], "no user named"),
     ],
     ids=[

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from query_app.exceptions import ConfigurationError, UnknownReranker, UnknownStage
+from query_app.models import QueryRun
 from query_app.pipeline.options import RerankOptions
 from query_app.pipeline.profiles import PROFILES, Profile, profile_stages
 from query_app.pipeline.rerankers import RERANKERS, RerankResult
@@ -81,19 +82,38 @@ def test_a_registered_reranker_runs_with_nothing_else_changed(kb, reader, revers
 
 
 def test_a_stage_check_fails_the_request_before_anything_runs(kb, reader, reverse_reranker):
+    strict = {"rerank.kind": "reverse", "rerank.model": "missing", "rerank.required": True}
     with pytest.raises(ConfigurationError, match="reverse reranker's model is missing"):
         query_answer(
             user=reader,
             request=QueryRequest(
-                collection="kb",
-                question="How do I get a refund?",
-                overrides={"rerank.kind": "reverse", "rerank.model": "missing"},
+                collection="kb", question="How do I get a refund?", overrides=strict
             ),
         )
-    name, options = profile_resolve(
-        profile="fast", overrides={"rerank.kind": "reverse", "rerank.model": "missing"}
-    )
+    assert not QueryRun.objects.exists()
+    name, options = profile_resolve(profile="fast", overrides=strict)
     assert "model is missing" in str(profile_needs(profile=name, options=options).problem)
+
+
+def test_a_missing_optional_part_is_run_without_and_reported_by_profile_needs(
+    kb, reader, reverse_reranker
+):
+    lenient = {"rerank.kind": "reverse", "rerank.model": "missing"}
+    name, options = profile_resolve(profile="fast", overrides=lenient)
+    needs = profile_needs(profile=name, options=options)
+    assert needs.problem is None
+    assert [(p.stage, p.short) for p in needs.runs_without] == [
+        ("rerank", "reverse reranker not available, skipped")
+    ]
+
+    run = query_answer(
+        user=reader,
+        request=QueryRequest(collection="kb", question="How do I get a refund?", overrides=lenient),
+    )
+    rerank = next(s for s in run.trace if s["stage"] == "rerank")
+    assert rerank["details"]["method"] == "truncate"
+    assert "reverse reranker's model is missing" in rerank["details"]["skipped_reason"]
+    assert "so this step kept the retrieval order" in rerank["warnings"][0]
 
 
 def test_every_step_carries_its_node_and_iteration(kb, reader):

@@ -13,6 +13,7 @@ from collections_app.models import Source
 from query_app.models import QueryRun
 from tests.support.chat_server import streamed
 from tests.support.documents import HOSTILE, upload
+from tests.support.tiny_models import build_tiny_cross_encoder
 
 pytestmark = pytest.mark.django_db
 
@@ -103,11 +104,76 @@ def test_an_unknown_profile_lists_the_known_ones(alice, ingested):
     assert "fast" in text.split("Unknown profile 'turbo'")[1]
 
 
-def test_a_profile_needing_a_missing_model_is_a_message(alice, ingested):
+def test_the_profile_picker_says_what_each_profile_runs_here(alice, collection, rag_set):
+    rag_set("query.rerank.model", "")
+    page = html.unescape(alice.get("/ask/?collection=handbook").content.decode())
+
+    assert '<option value="fast" selected>fast — vector search</option>' in page
+    assert (
+        '<option value="balanced">balanced — hybrid search; '
+        "cross-encoder reranker not configured, skipped</option>"
+    ) in page
+    assert (
+        '<option value="quality">quality — hybrid search, groundedness check; '
+        "cross-encoder reranker not configured, skipped</option>"
+    ) in page
+    notes = page.split('class="profile-notes')[1].split("</ul>")[0]
+    assert "balanced, quality: cross-encoder reranker not configured, skipped." in notes
+    assert "To enable it, set the cross-encoder on the Models page" in notes
+
+
+def test_the_profile_picker_names_a_configured_reranker_without_notes(
+    alice, collection, rag_set, tmp_path
+):
+    model = build_tiny_cross_encoder(tmp_path / "ce", texts=["disk space", "refunds"])
+    rag_set("query.rerank.model", str(model))
+    page = html.unescape(alice.get("/ask/?collection=handbook").content.decode())
+
+    assert (
+        '<option value="balanced">balanced — hybrid search, cross-encoder reranking</option>'
+        in (page)
+    )
+    assert "profile-notes" not in page
+
+
+def test_the_profile_picker_marks_a_required_missing_reranker_unavailable(
+    alice, collection, rag_set
+):
+    rag_set("query.rerank.model", "")
+    rag_set("query.rerank.required", True)
+    page = html.unescape(alice.get("/ask/?collection=handbook").content.decode())
+
+    assert '<option value="balanced">balanced — not available here: the cross-encoder' in page
+    assert '<option value="fast" selected>fast — vector search</option>' in page
+
+
+def test_balanced_on_a_fresh_install_answers_and_warns_that_it_skipped_the_reranker(
+    alice, ingested, rag_set
+):
+    rag_set("query.rerank.model", "")
+    page = html.unescape(ask(alice, profile="balanced").content.decode())
+
+    run = QueryRun.objects.get()
+    assert run.profile == "balanced" and run.mode == "extractive"
+    assert "2 GB" in run.answer
+    assert "message error" not in page
+    warnings = page.split('<ul class="warnings small">')[1].split("</ul>")[0]
+    assert "the cross-encoder reranker is not configured here" in warnings
+    assert "to enable it, set the cross-encoder on the Models page" in warnings
+    rerank = page.split('<details class="stage-rerank">')[1].split("</details>")[0]
+    assert "cross-encoder skipped" in rerank
+    assert "cross-encoder reranker not configured, skipped" in rerank
+
+
+def test_rerank_required_keeps_the_strict_error_as_a_message(alice, ingested, rag_set):
+    rag_set("query.rerank.model", "")
+    rag_set("query.rerank.required", True)
     response = ask(alice, profile="balanced")
 
     assert response.status_code == 200
-    assert "message error" in response.content.decode()
+    text = html.unescape(response.content.decode())
+    assert "message error" in text
+    assert "RAG_RERANK_MODEL" in text
     assert not QueryRun.objects.exists()
 
 

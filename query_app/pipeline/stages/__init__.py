@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from query_app.exceptions import UnknownStage
 from query_app.pipeline.stages.assemble import AssembleStage
-from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
+from query_app.pipeline.stages.base import MissingPart, PipelineState, Stage, StageCheck
 from query_app.pipeline.stages.fuse import FuseStage
 from query_app.pipeline.stages.generate import GenerateStage
 from query_app.pipeline.stages.groundedness import GroundednessStage
@@ -30,4 +30,11 @@ for _stage in (
 ):
     STAGES.add(_stage.name, _stage)
 
-__all__ = ["STAGES", "PipelineState", "Stage", "StageCheck", "relevance_floor_check"]
+__all__ = [
+    "STAGES",
+    "MissingPart",
+    "PipelineState",
+    "Stage",
+    "StageCheck",
+    "relevance_floor_check",
+]

@@ -46,6 +46,18 @@ class StageCheck:
 
 
 @dataclass(frozen=True)
+class MissingPart:
+    """An optional part a stage runs without because this deployment lacks it."""
+
+    # The stage that runs without it.
+    stage: str
+    # A few words: "cross-encoder reranker not configured, skipped".
+    short: str
+    # How to enable it, in words ("" when nobody said).
+    enable: str = ""
+
+
+@dataclass(frozen=True)
 class PipelineState:
     """Everything the stages have produced so far; each stage returns a new one."""
 
@@ -105,6 +117,14 @@ class Stage:
     def chat_use(self, options: QueryOptions) -> str:
         """What in ``options`` calls the chat model, in words ("" when nothing does)."""
         return ""
+
+    def runs_without(self, check: StageCheck) -> list[MissingPart]:
+        """Optional parts these options name that are missing here.
+
+        The stage runs without them (its trace step warns and says how to enable
+        them) instead of failing ``check``; the profile picker shows them.
+        """
+        return []
 
     def skip_reason(self, state: PipelineState) -> str:
         return ""

@@ -2,6 +2,11 @@
 
 The relevance floor decides whether the collection holds an answer at all: when
 the best evidence is below it, nothing is kept and the answer declines.
+
+A reranker whose part is missing here (no cross-encoder configured, no chat
+model for ``llm``) is skipped: the step keeps the retrieval order, warns with
+how to enable it and says in its details what was skipped and why. With
+``rerank.required`` the request fails before any work instead.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from query_app.pipeline.options import FloorOptions, QueryOptions
-from query_app.pipeline.rerankers import RERANKERS
-from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
+from query_app.pipeline.rerankers import RERANKERS, reranker_gap
+from query_app.pipeline.stages.base import MissingPart, PipelineState, Stage, StageCheck
 from query_app.pipeline.types import Candidate, TraceStep
 
 
@@ -25,6 +30,9 @@ class RerankDetails(TypedDict, total=False):
     kept: int
     ranking: list[dict[str, Any]]
     decision: str  # answer | declined | no candidates
+    skipped: str  # the reranker that was asked for and could not run here
+    skipped_reason: str
+    enable: str  # how to enable it
 
 
 class RerankStage(Stage):
@@ -33,7 +41,16 @@ class RerankStage(Stage):
 
     def check(self, check: StageCheck) -> None:
         o = check.options.rerank
-        RERANKERS.get(o.kind)().check(o)
+        gap = reranker_gap(o, chat_configured=check.chat_configured)
+        if gap is not None and o.required:
+            raise gap.error
+
+    def runs_without(self, check: StageCheck) -> list[MissingPart]:
+        o = check.options.rerank
+        gap = reranker_gap(o, chat_configured=check.chat_configured)
+        if gap is None or o.required:
+            return []
+        return [MissingPart(stage=self.name, short=gap.short, enable=gap.enable)]
 
     def chat_use(self, options: QueryOptions) -> str:
         kind = options.rerank.kind
@@ -42,7 +59,12 @@ class RerankStage(Stage):
     def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
         o = state.options.rerank
         candidates = list(state.candidates)
-        result = RERANKERS.get(o.kind)().rerank(
+        gap = reranker_gap(o, chat_configured=state.chat is not None)
+        if gap is not None and o.required:
+            raise gap.error
+        # Without its missing part the step keeps the retrieval order ("none").
+        reranker = RERANKERS.get("none" if gap is not None else o.kind)()
+        result = reranker.rerank(
             state.query.question,
             candidates,
             options=o,
@@ -55,6 +77,11 @@ class RerankStage(Stage):
             "candidates": len(candidates),
             "top_n": o.top_n,
         }
+        if gap is not None:
+            details["skipped"] = gap.short
+            details["skipped_reason"] = str(gap.error)
+            details["enable"] = gap.enable
+            step.warnings.append(gap.warning)
         step.details.update(details)
         step.details.update(result.details)
         step.warnings += result.warnings
@@ -80,9 +107,10 @@ class RerankStage(Stage):
 
     def summary(self, details: Mapping[str, Any]) -> list[str]:
         d = cast(RerankDetails, details)
+        reranker = str(d.get("reranker", ""))
         return [
             f"{d.get('candidates', '?')} → {d.get('kept', '?')} kept",
-            str(d.get("reranker", "")),
+            f"{reranker} skipped" if d.get("skipped") else reranker,
             str(d.get("decision", "")),
         ]
 
