@@ -9,7 +9,6 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator
 
 from collections_app.models import CollectionMembership
 
@@ -102,23 +101,13 @@ class UrlForm(forms.Form):
         self.fields["chunking"].choices = [("", "collection default"), *chunking_choices()]
 
     def clean_urls(self) -> list[str]:
+        # Each address is checked on its own by the service (urls_accept): the good
+        # ones go ahead and every bad one is reported with its reason.
         lines = [line.strip() for line in self.cleaned_data["urls"].splitlines() if line.strip()]
         if not lines:
             raise ValidationError("Enter at least one address.")
         if len(lines) > MAX_URLS_PER_SUBMIT:
             raise ValidationError(f"At most {MAX_URLS_PER_SUBMIT} addresses at a time.")
-        validate = URLValidator(schemes=["http", "https"])
-        bad = []
-        for line in lines:
-            try:
-                validate(line)
-            except ValidationError:
-                bad.append(line)
-        if bad:
-            # Only web addresses: a server path typed here must never be read.
-            raise ValidationError(
-                "Not an http(s) address: %(bad)s", params={"bad": ", ".join(bad[:5])}
-            )
         return list(dict.fromkeys(lines))
 
 

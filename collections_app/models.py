@@ -141,7 +141,9 @@ class Source(models.Model):
 
     @property
     def display_name(self) -> str:
-        return self.title or self.location.rsplit("/", 1)[-1] or self.location
+        """The title, else the file name (an upload's as uploaded), else the location."""
+        name = self.location.removeprefix("upload:").rsplit("/", 1)[-1]
+        return self.title or name or self.location
 
 
 class Chunk(models.Model):

@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import (
+    Count,
+    F,
+    Func,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Coalesce, Lower, NullIf
 
 from collections_app.models import (
     Collection,
@@ -147,9 +161,57 @@ def collection_overviews(
     )
 
 
-def collection_sources(collection: Collection) -> QuerySet[Source]:
-    """The collection's sources for the sources table (without their text)."""
-    return collection.sources.defer("text", "metadata").order_by("location")
+# Orders of the sources table, by the column a person clicks; "-" = descending.
+# Ties fall back to the name so pages never shuffle.
+_SOURCE_SORT_KEYS: dict[str, Any] = {
+    # As Source.display_name reads: the title, else the last part of the location.
+    "name": Lower(
+        Coalesce(
+            NullIf("title", Value("")),
+            NullIf(
+                Func(
+                    F("location"), Value(r"^(?:upload:|.*/)"), Value(""), function="regexp_replace"
+                ),
+                Value(""),
+            ),
+            "location",
+        )
+    ),
+    "status": F("status"),
+    "size": F("size_bytes"),
+    "passages": F("chunk_count"),
+    "ingested": F("ingested_at"),
+}
+SOURCE_ORDERS = frozenset([*_SOURCE_SORT_KEYS, *(f"-{key}" for key in _SOURCE_SORT_KEYS)])
+DEFAULT_SOURCE_ORDER = "name"
+
+
+def collection_sources(
+    collection: Collection, *, search: str = "", order: str = DEFAULT_SOURCE_ORDER
+) -> QuerySet[Source]:
+    """The collection's sources for the sources table (without their text).
+
+    ``search`` matches title or location, case-insensitively; ``order`` is one
+    of :data:`SOURCE_ORDERS` (sources never ingested sort last by date).
+    """
+    sources = collection.sources.defer("text", "metadata")
+    if search:
+        sources = sources.filter(Q(title__icontains=search) | Q(location__icontains=search))
+    descending = order.startswith("-")
+    key = _SOURCE_SORT_KEYS.get(order.lstrip("-"), _SOURCE_SORT_KEYS[DEFAULT_SOURCE_ORDER])
+    first = key.desc(nulls_last=True) if descending else key.asc(nulls_last=True)
+    return sources.order_by(first, _SOURCE_SORT_KEYS["name"].asc(), "pk")
+
+
+def collection_source_count(collection: Collection) -> int:
+    """How many sources the collection holds."""
+    return collection.sources.count()
+
+
+def collection_last_ingested(collection: Collection) -> datetime | None:
+    """When a source of the collection was last ingested, whatever started it."""
+    latest: datetime | None = collection.sources.aggregate(latest=Max("ingested_at"))["latest"]
+    return latest
 
 
 def collection_jobs(collection: Collection, *, limit: int = 5) -> list[IngestionJob]:

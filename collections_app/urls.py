@@ -17,6 +17,11 @@ urlpatterns = [
     path("collections/<slug:slug>/jobs/<int:job_id>/", views.job_detail, name="job"),
     path("collections/<slug:slug>/sources/<int:source_id>/", views.source_detail, name="source"),
     path(
+        "collections/<slug:slug>/sources/<int:source_id>/download/",
+        views.source_download,
+        name="source_download",
+    ),
+    path(
         "collections/<slug:slug>/sources/<int:source_id>/reingest/",
         views.source_reingest_view,
         name="source_reingest",

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -28,13 +29,17 @@ from collections_app.forms import (
 )
 from collections_app.highlight import MarkedSpan, text_view
 from collections_app.ingestion.types import IngestionError
-from collections_app.models import Collection, QuarantineItem
+from collections_app.models import Chunk, Collection, QuarantineItem
 from collections_app.presentation import job_panel, max_file_size, quarantine_entry
 from collections_app.selectors import (
+    DEFAULT_SOURCE_ORDER,
+    SOURCE_ORDERS,
     CollectionNotFound,
     collection_get_for_user,
     collection_jobs,
+    collection_last_ingested,
     collection_overviews,
+    collection_source_count,
     collection_sources,
     quarantine_pending_count,
     quarantine_queue,
@@ -45,11 +50,14 @@ from collections_app.services import (
     CollectionExists,
     Intake,
     LastAdmin,
+    OriginalUnavailable,
     collection_create,
     collection_delete,
     collection_update,
     membership_change,
     quarantine_review,
+    source_download_name,
+    source_original_open,
     source_reingest,
     source_remove,
     uploads_accept,
@@ -185,12 +193,10 @@ def collection_members(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
     collection = _collection(request, slug)
-    sources = collection_sources(collection)
+    listing = _source_listing(request, collection)
     if is_htmx(request):
         return render(
-            request,
-            "collections/detail.html#sources",
-            {"collection": collection, "sources": sources},
+            request, "collections/detail.html#sources", {"collection": collection, **listing}
         )
     jobs = collection_jobs(collection)
     shown = request.GET.get("job")
@@ -202,13 +208,39 @@ def collection_detail(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "collection": collection,
         "role": user_role(request.user, collection),
-        "sources": sources,
+        **listing,
         "panels": [job_panel(job) for job in jobs[:3]],
+        "last_ingested": collection_last_ingested(collection) if not jobs else None,
         "upload_form": UploadForm(initial={"request_key": key}),
-        "url_form": UrlForm(initial={"request_key": new_request_key()}),
+        "url_form": UrlForm(
+            initial={"request_key": new_request_key(), "urls": _urls_to_retry(request, slug)}
+        ),
         "max_file_bytes": max_file_size(),
     }
     return render(request, "collections/detail.html", context)
+
+
+def _source_listing(request: HttpRequest, collection: Collection) -> dict[str, object]:
+    """One page of the sources table: searched (``q``), sorted (``sort``), paginated (``page``)."""
+    search = request.GET.get("q", "").strip()[:200]
+    order = request.GET.get("sort", "")
+    if order not in SOURCE_ORDERS:
+        order = DEFAULT_SOURCE_ORDER
+    sources = collection_sources(collection, search=search, order=order)
+    page = Paginator(sources, settings.RAG["ui"]["sources_per_page"]).get_page(
+        request.GET.get("page")
+    )
+    return {
+        "sources_page": page,
+        "search": search,
+        "order": order,
+        "sources_total": collection_source_count(collection) if search else page.paginator.count,
+    }
+
+
+def _urls_to_retry(request: HttpRequest, slug: str) -> str:
+    """The addresses of the last URL form that were refused, to correct and send again."""
+    return "\n".join(request.session.pop(f"urls-refused:{slug}", []))
 
 
 def _report_intake(request: HttpRequest, intake: Intake) -> None:
@@ -261,6 +293,10 @@ def _intake_view(
         **{items: form.cleaned_data[items]},
     )
     _report_intake(request, intake)
+    if items == "urls" and intake.refused and not intake.repeated:
+        # Nothing typed is lost: the refused addresses wait in the form, to correct.
+        request.session[f"urls-refused:{slug}"] = [r.name for r in intake.refused]
+        messages.info(request, "The refused addresses are back in the form below to correct.")
     return _after_intake(slug, intake)
 
 
@@ -304,6 +340,41 @@ def job_detail(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
 
 @require_GET
 @login_required
+def source_download(request: HttpRequest, slug: str, source_id: int) -> HttpResponse:
+    """The source's original file, as an attachment (everyone who may read the collection)."""
+    collection = _collection(request, slug)
+    source = get_object_or_404(collection.sources.defer("text"), pk=source_id)
+    try:
+        original = source_original_open(source=source)
+    except OriginalUnavailable as exc:
+        messages.error(request, f"The original file cannot be downloaded: {exc}.")
+        return redirect("collections:source", slug=slug, source_id=source_id)
+    response = FileResponse(
+        original.content,
+        as_attachment=True,
+        filename=original.filename,
+        content_type=original.content_type,
+    )
+    # Opened by mistake in a tab, an uploaded HTML page runs no script here.
+    response["Content-Security-Policy"] = "sandbox"
+    return response
+
+
+def _cited_sentence(request: HttpRequest, cited: Chunk | None) -> MarkedSpan | None:
+    """The cited sentence (``?start=&end=``, offsets in the source) when it lies in the passage."""
+    if cited is None:
+        return None
+    try:
+        start, end = int(request.GET["start"]), int(request.GET["end"])
+    except (KeyError, ValueError):
+        return None
+    if not cited.char_start <= start < end <= cited.char_end:
+        return None
+    return MarkedSpan(start, end, f"cited sentence of passage {cited.ordinal + 1}")
+
+
+@require_GET
+@login_required
 def source_detail(request: HttpRequest, slug: str, source_id: int) -> HttpResponse:
     collection = _collection(request, slug)
     source = get_object_or_404(collection.sources, pk=source_id)
@@ -320,6 +391,7 @@ def source_detail(request: HttpRequest, slug: str, source_id: int) -> HttpRespon
         if cited
         else None
     )
+    sentence = _cited_sentence(request, cited)
     chunks = Paginator(source.chunks.defer("embedding", "metadata").order_by("ordinal"), 50)
     page = chunks.get_page(request.GET.get("page"))
     context = {
@@ -327,10 +399,12 @@ def source_detail(request: HttpRequest, slug: str, source_id: int) -> HttpRespon
         "source": source,
         "role": user_role(request.user, collection),
         "cited": cited,
-        "text": text_view(source.text, span) if source.text else None,
+        "sentence": sentence,
+        "text": text_view(source.text, sentence or span) if source.text else None,
         "chunk_page": page,
         "reingest_key": new_request_key(),
         "quarantine": source.quarantine_items.select_related("reviewer").first(),
+        "download_name": source_download_name(source),
     }
     return render(request, "collections/source.html", context)
 

@@ -10,13 +10,20 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from collections_app.ingestion.types import IngestionError
 from collections_app.models import Collection, CollectionMembership
-from collections_app.services import collection_create, collection_ingest
+from collections_app.services import (
+    collection_create,
+    ingestion_job_create,
+    ingestion_job_execute,
+)
 
 DEMO_CORPUS = settings.BASE_DIR / "demo_corpus"
 
 
 def demo_setup() -> dict[str, Any]:
-    """Create user demo/demo and collection ``demo``, ingest the demo corpus (incrementally)."""
+    """Create user demo/demo and collection ``demo``, ingest the demo corpus (incrementally).
+
+    The ingestion runs as a recorded job, so the collection page shows it.
+    """
     users = get_user_model()
     user = users.objects.filter(username="demo").first()
     if user is None:
@@ -29,7 +36,11 @@ def demo_setup() -> dict[str, Any]:
     CollectionMembership.objects.get_or_create(
         collection=collection, user=user, defaults={"role": CollectionMembership.Role.ADMIN}
     )
-    report = collection_ingest(collection=collection, locations=[str(DEMO_CORPUS)], user=user)
+    # Through a recorded job, like every other ingestion: the collection page
+    # shows it (and its report) under "Ingestion jobs".
+    job, _ = ingestion_job_create(collection=collection, user=user, locations=[str(DEMO_CORPUS)])
+    report = ingestion_job_execute(job=job)
+    assert report is not None  # a job just created is never finished already
     return report.as_dict()
 
 

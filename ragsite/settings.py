@@ -354,4 +354,9 @@ RAG: dict[str, Any] = {
         # A retrieval cache entry larger than this is not kept.
         "max_cache_entry_bytes": env_int("RAG_RETRIEVAL_CACHE_ENTRY_BYTES", 256 * 1024),
     },
+    # Browser pages.
+    "ui": {
+        # Rows per page of a collection's sources table.
+        "sources_per_page": env_int("RAG_SOURCES_PER_PAGE", 50),
+    },
 }

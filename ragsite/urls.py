@@ -1,8 +1,17 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
+
+from ragsite.api.tokens import api_token_page
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, asked for by browsers on pages that name no icon: the static one."""
+    return redirect(static("ragsite/favicon.ico"))
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -15,6 +24,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages that name no icon (the API's JSON, files).
+    path("favicon.ico", favicon, name="favicon"),
+    path("account/api-token/", api_token_page, name="api_token"),
     path("api/", include("ragsite.api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from collections_app.ingestion.report import names_with_counts
 from collections_app.ingestion.types import ValidationResult
 from collections_app.models import IngestionJob, Provenance, QuarantineItem, Source
 
@@ -56,5 +57,5 @@ def quarantine_policy_apply(
         return ""
     Source.objects.filter(pk=source.pk).update(status=Source.Status.QUARANTINED)
     source.status = Source.Status.QUARANTINED
-    names = ", ".join(sorted({s.name for s in result.signals})) or "unspecified"
+    names = names_with_counts(s.name for s in result.signals) or "unspecified"
     return f"{result.verdict}: held for review ({names})"

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 SourceStatus = Literal["pending", "ingested", "unchanged", "failed", "quarantined", "removed"]
 STAGES = ("load", "validate", "chunk", "embed", "upsert")
+
+
+def names_with_counts(names: Iterable[str]) -> str:
+    """Each name once; a repeated name is followed by a times sign and its count.
+
+    Names keep the order they were first found in.
+    """
+    counts = Counter(names)
+    times = "\N{MULTIPLICATION SIGN}"
+    return ", ".join(name if n == 1 else f"{name} {times}{n}" for name, n in counts.items())
 
 
 @dataclass

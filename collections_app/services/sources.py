@@ -7,15 +7,23 @@ background job."""
 from __future__ import annotations
 
 import hashlib
+import io
+import mimetypes
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import IO
+from urllib.parse import unquote, urlsplit
 
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
+from django.core.validators import URLValidator
 from django.db import transaction
 
-from collections_app.ingestion.detect import detect_kind
+from collections_app.ingestion.detect import MIME_BY_KIND, detect_kind
+from collections_app.ingestion.fetch import read_path
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders.base import format_bytes
 from collections_app.ingestion.types import IngestionError, RawSource
@@ -26,10 +34,13 @@ from collections_app.services.jobs import ingestion_job_enqueue, ingestion_job_f
 
 @dataclass
 class RefusedFile:
-    """A file of an upload that was not accepted, with the reason shown to the user."""
+    """A file or address that was not accepted, with the reason shown to the user."""
 
     name: str
     reason: str
+    # Why, for callers that answer differently ("path": a server path from a
+    # user who may not add those; "address": anything else wrong with an address).
+    code: str = ""
 
 
 @dataclass
@@ -92,6 +103,103 @@ def _same_as_stored(source: Source, upload: UploadedFile) -> bool:
         digest.update(block)
     upload.seek(0)
     return digest.hexdigest() == processed
+
+
+class OriginalUnavailable(Exception):
+    """A source's original file cannot be handed out: not kept, changed or gone."""
+
+
+@dataclass
+class OriginalFile:
+    """A source's original file, ready to be sent: open content, a safe name, a media type."""
+
+    content: IO[bytes]
+    filename: str
+    content_type: str
+
+
+EXTENSION_BY_KIND = {
+    "text": ".txt",
+    "markdown": ".md",
+    "csv": ".csv",
+    "html": ".html",
+    "pdf": ".pdf",
+    "docx": ".docx",
+}
+# Control characters, path separators and characters Windows refuses in names.
+_UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+_MAX_NAME_CHARS = 150
+
+
+def source_download_name(source: Source) -> str:
+    """The file name a download of ``source`` gets: its own name, made safe for any disk.
+
+    An upload keeps the name it was uploaded under, a path its file name, a URL
+    the last part of its path; without one, the title or ``source-<id>``, with
+    the extension of the detected format.
+    """
+    location = source.location
+    if source.origin == Source.Origin.UPLOAD:
+        name = location.removeprefix("upload:")
+    elif source.origin == Source.Origin.URL:
+        name = unquote(PurePosixPath(urlsplit(location).path).name)
+    else:
+        name = PurePosixPath(location.replace("\\", "/")).name
+    name = _UNSAFE_NAME.sub("_", name).strip(" ._")
+    if not name:
+        name = _UNSAFE_NAME.sub("_", source.title).strip(" ._") or f"source-{source.pk}"
+    stem, suffix = name, PurePosixPath(name).suffix
+    if suffix:
+        stem = name[: -len(suffix)]
+    elif source.kind in EXTENSION_BY_KIND:
+        suffix = EXTENSION_BY_KIND[source.kind]
+    return stem[: _MAX_NAME_CHARS - len(suffix)] + suffix
+
+
+def _processed_hash(source: Source) -> str:
+    """The hash of the version the collection holds (or holds back for review)."""
+    if source.status == Source.Status.QUARANTINED:
+        return (source.metadata or {}).get("pending_hash") or source.content_hash
+    return source.content_hash
+
+
+def source_original_open(*, source: Source) -> OriginalFile:
+    """Open the original file of ``source`` for a download.
+
+    Uploads (and any source with a stored copy) come from the stored copy; a
+    server path from the disk, only while it still holds the ingested version.
+    Raises :class:`OriginalUnavailable` with the reason otherwise (a web page
+    whose copy was not kept, a vanished or changed file).
+    """
+    filename = source_download_name(source)
+    content_type = (
+        MIME_BY_KIND.get(source.kind)
+        or mimetypes.guess_type(filename)[0]
+        or "application/octet-stream"
+    )
+    if source.file:
+        try:
+            content: IO[bytes] = source.file.open("rb")
+        except (FileNotFoundError, OSError):
+            raise OriginalUnavailable("its stored copy is missing on the server") from None
+        return OriginalFile(content=content, filename=filename, content_type=content_type)
+    if source.origin == Source.Origin.URL:
+        raise OriginalUnavailable(
+            "only the address of a web page is kept, not a copy; open the page itself"
+        )
+    if source.origin == Source.Origin.UPLOAD:
+        raise OriginalUnavailable("its stored copy is missing on the server")
+    try:
+        raw = read_path(Path(source.location), limits=IngestionLimits.from_settings())
+    except IngestionError as exc:
+        raise OriginalUnavailable(f"the file cannot be read on the server ({exc})") from exc
+    processed = _processed_hash(source)
+    if not processed or hashlib.sha256(raw.data).hexdigest() != processed:
+        # What the page shows and answers cite is the ingested version.
+        raise OriginalUnavailable(
+            "the file on the server changed since it was ingested; re-ingest it first"
+        )
+    return OriginalFile(content=io.BytesIO(raw.data), filename=filename, content_type=content_type)
 
 
 def source_remove(*, source: Source) -> None:
@@ -174,6 +282,47 @@ def uploads_accept(
     return intake
 
 
+MAX_LOCATION_CHARS = 4000
+_LOOKS_LIKE_HOST = re.compile(r"^(?:www\.)?[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?:[:/?#]|$)", re.I)
+
+
+def location_refusal(location: str, *, allow_paths: bool = False) -> RefusedFile | None:
+    """Why ``location`` cannot be added (None if it can): web addresses, or paths for staff.
+
+    Only http(s) addresses are fetched; a server path, directory or glob is read
+    from the server's disk, so only callers that allow it (staff) may name one.
+    """
+    if len(location) > MAX_LOCATION_CHARS:
+        return RefusedFile(
+            location[:80] + "…", f"longer than {MAX_LOCATION_CHARS} characters", "address"
+        )
+    scheme = location.split("://", 1)[0].lower() if "://" in location else ""
+    if scheme in {"http", "https"}:
+        try:
+            URLValidator(schemes=["http", "https"])(location)
+        except ValidationError:
+            return RefusedFile(location, f"{location}: not a valid web address", "address")
+        return None
+    if scheme:
+        return RefusedFile(
+            location,
+            f"{location}: only http and https addresses are supported",
+            "address",
+        )
+    if allow_paths:
+        return None
+    if _LOOKS_LIKE_HOST.match(location):
+        return RefusedFile(
+            location, f"{location}: not a web address; did you mean https://{location} ?", "path"
+        )
+    return RefusedFile(
+        location,
+        f"{location}: not an http(s) address; server paths, directories and globs can only "
+        "be added by staff users (upload the file instead)",
+        "path",
+    )
+
+
 def urls_accept(
     *,
     collection: Collection,
@@ -181,19 +330,34 @@ def urls_accept(
     user: User,
     chunking: str | None = None,
     request_key: str = "",
+    allow_paths: bool = False,
 ) -> Intake:
-    """Start one job that fetches and ingests ``urls`` (http/https only, checked by the form).
+    """Start one job that fetches and ingests the acceptable ``urls``; refuse the others.
 
-    A repeated ``request_key`` returns the first submission's job.
+    Each refused address is reported with its reason while the good ones go
+    ahead (no job when none is good). ``allow_paths`` lets server paths, directories
+    and globs through too (staff). A repeated ``request_key`` returns the first
+    submission's job.
     """
-    job, created = ingestion_job_enqueue(
+    intake = Intake()
+    accepted: list[str] = []
+    for location in dict.fromkeys(u.strip() for u in urls if u.strip()):
+        refused = location_refusal(location, allow_paths=allow_paths)
+        if refused is None:
+            accepted.append(location)
+        else:
+            intake.refused.append(refused)
+    if not accepted:
+        return intake
+    intake.job, intake.created = ingestion_job_enqueue(
         collection=collection,
         user=user,
-        locations=list(urls),
+        locations=accepted,
         chunking=chunking or None,
         request_key=request_key,
     )
-    return Intake(job=job, created=created, accepted=list(urls) if created else [])
+    intake.accepted = accepted if intake.created else []
+    return intake
 
 
 def source_reingest(*, source: Source, user: User, request_key: str = "") -> Intake:

@@ -260,6 +260,9 @@ class JobStartedSerializer(serializers.Serializer):
     created = serializers.BooleanField(
         help_text="False when an earlier request with the same Idempotency-Key made this job."
     )
+    refused = RefusedFileSerializer(
+        many=True, required=False, help_text="Locations that were not accepted, with the reason."
+    )
 
 
 # --- quarantine ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from collections_app.models import IngestionJob, Source
 from collections_app.services import (
     Intake,
+    RefusedFile,
     source_reingest,
     source_remove,
     uploads_accept,
@@ -46,27 +47,27 @@ SOURCES = ["sources"]
 JOBS = ["ingestion jobs"]
 
 
-def _check_locations(request: Request, locations: list[str]) -> None:
-    """URLs need the write role (checked by the caller); server paths need a staff user."""
-    unsupported = [loc for loc in locations if "://" in loc and not _is_web_url(loc)]
-    if unsupported:
-        raise ValidationError(
-            {"locations": [f"only http and https URLs are supported: {', '.join(unsupported)}"]}
-        )
-    paths = [loc for loc in locations if not _is_web_url(loc)]
-    if paths and not request.user.is_staff:
-        raise PermissionDenied(
+def _nothing_accepted(refused: list[RefusedFile]) -> Exception:
+    """The error when no location of a request could be added.
+
+    Server paths from a user who is not staff are a permission problem (403);
+    anything else wrong with the addresses is bad input (400).
+    """
+    paths = [r.name for r in refused if r.code == "path"]
+    if paths:
+        return PermissionDenied(
             "server paths, directories and globs can only be added by staff users; "
             f"upload the files instead: {', '.join(paths[:5])}"
         )
-
-
-def _is_web_url(location: str) -> bool:
-    return location.lower().startswith(("http://", "https://"))
+    return ValidationError({"locations": [r.reason for r in refused]})
 
 
 def _job_started(intake: Intake) -> Response:
-    data = {"job": IngestionJobSerializer(intake.job).data, "created": intake.created}
+    data = {
+        "job": IngestionJobSerializer(intake.job).data,
+        "created": intake.created,
+        "refused": RefusedFileSerializer(intake.refused, many=True).data,
+    }
     return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -140,21 +141,27 @@ class SourceLocationsView(APIView):
         parameters=[IDEMPOTENCY_PARAMETER],
         responses={202: JobStartedSerializer},
         summary="Add URLs or server paths and start an ingestion job",
+        description=(
+            "Each location is checked on its own: the acceptable ones start one job and "
+            "every refused one is listed in `refused` with its reason. When none is "
+            "acceptable the answer is 400 (403 for server paths from a user who is not staff)."
+        ),
     )
     def post(self, request: Request, slug: str) -> Response:
         collection = collection_for(request, slug, role="write")
         key = request_key(request)
         params = LocationsSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        locations = params.validated_data["locations"]
-        _check_locations(request, locations)
         intake = urls_accept(
             collection=collection,
-            urls=locations,
+            urls=params.validated_data["locations"],
             user=request.user,
             chunking=params.validated_data["chunking"] or None,
             request_key=key,
+            allow_paths=request.user.is_staff,
         )
+        if intake.job is None:
+            raise _nothing_accepted(intake.refused)
         return _job_started(intake)
 
 

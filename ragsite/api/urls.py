@@ -15,7 +15,13 @@ COLLECTION = "collections/<slug:slug>"
 urlpatterns = [
     path("auth/token", TokenView.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="api:schema", template_name="ragsite/api_docs.html"
+        ),
+        name="docs",
+    ),
     path("docs/redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
     # collections and members
     path("collections", collections.CollectionListView.as_view(), name="collections"),

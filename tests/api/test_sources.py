@@ -175,6 +175,32 @@ def test_writer_may_queue_web_urls_but_not_other_schemes(api, collection):
     assert "http and https" in ftp.json()["locations"][0]
 
 
+def test_a_bad_location_is_refused_while_the_good_ones_are_queued(api, collection):
+    response = api.post(
+        "/api/collections/docs/sources/locations",
+        {
+            "locations": [
+                "https://docs.example.org/install.html",
+                "ftp://example.org/file.txt",
+                "/etc/passwd",
+                "https://docs.example.org/faq.html",
+            ]
+        },
+        format="json",
+    )
+
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["job"]["request"]["locations"] == [
+        "https://docs.example.org/install.html",
+        "https://docs.example.org/faq.html",
+    ]
+    refused = {r["name"]: r["reason"] for r in body["refused"]}
+    assert set(refused) == {"ftp://example.org/file.txt", "/etc/passwd"}
+    assert "only http and https" in refused["ftp://example.org/file.txt"]
+    assert "staff" in refused["/etc/passwd"]
+
+
 def test_source_detail_pages_through_its_chunks(api, ingested):
     source = ingested.sources.get(location="upload:install.md")
     first = api.get(f"/api/collections/docs/sources/{source.pk}?limit=1").json()

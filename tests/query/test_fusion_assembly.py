@@ -9,7 +9,7 @@ import pytest
 
 from query_app.pipeline.assembly import assemble, edges_layout, estimate_tokens
 from query_app.pipeline.fusion import fuse
-from query_app.pipeline.generation import extractive_answer
+from query_app.pipeline.extractive import extract
 from query_app.pipeline.groundedness import check_heuristic
 from query_app.pipeline.options import ContextOptions
 from query_app.pipeline.prompts import answer_messages
@@ -121,9 +121,9 @@ def test_extractive_answer_prefers_sentences_sharing_the_question_words():
         cand("b", 0.8, text="Restores take an hour. Backups are kept for ninety days."),
     ]
     context, _, _ = assemble(candidates, options=ContextOptions())
-    text, details = extractive_answer("When do backups run?", context, max_sentences=1)
-    assert text == "Backups run nightly at two. [1]"
-    assert details["sentences"] == 1
+    found = extract("When do backups run?", context, encode=None, max_sentences=1, floor=None)
+    assert found.text() == "Backups run nightly at two. [1]"
+    assert found.details["sentences"] == 1
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,10 @@ def test_extractive_answer_prefers_sentences_sharing_the_question_words():
 def test_extractive_answer_never_quotes_a_title(title):
     text = title + "Backups of the database run nightly at two and are kept for ninety days."
     context, _, _ = assemble([cand("a", 0.9, text=text)], options=ContextOptions())
-    answer, _ = extractive_answer("When do backups run nightly at two?", context, max_sentences=2)
+    found = extract(
+        "When do backups run nightly at two?", context, encode=None, max_sentences=2, floor=None
+    )
+    answer = found.text()
     # The title shares more words with the question, but it is not an answer;
     # it does not run into the sentence under it either.
     assert answer == "Backups of the database run nightly at two and are kept for ninety days. [1]"

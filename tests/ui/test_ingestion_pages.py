@@ -158,7 +158,9 @@ def test_adding_urls_accepts_only_web_addresses(alice, collection):
         follow=True,
     )
 
-    assert "Not an http(s) address" in html.unescape(response.content.decode())
+    page = html.unescape(response.content.decode())
+    assert "Not accepted: file:///etc/passwd: only http and https addresses are supported" in page
+    assert "Not accepted: /etc/passwd: not an http(s) address" in page
     assert not IngestionJob.objects.exists()
 
     alice.post(
@@ -166,6 +168,45 @@ def test_adding_urls_accepts_only_web_addresses(alice, collection):
         {"urls": "https://example.com/a\nhttps://example.com/a", "request_key": key},
     )
     assert IngestionJob.objects.get().request["locations"] == ["https://example.com/a"]
+
+
+def test_one_bad_address_does_not_stop_the_good_ones(alice, collection):
+    page = alice.get("/collections/handbook/").content.decode()
+    key = request_key_of(page, "/collections/handbook/urls/")
+    typed = "\n".join(
+        [
+            "https://example.com/handbook",
+            "ftp://example.com/archive.txt",
+            "example.org/faq",
+            "https://exa mple.com/broken",
+            "https://example.com/pricing",
+        ]
+    )
+
+    response = alice.post(
+        "/collections/handbook/urls/", {"urls": typed, "request_key": key}, follow=True
+    )
+
+    job = IngestionJob.objects.get()
+    assert job.request["locations"] == [
+        "https://example.com/handbook",
+        "https://example.com/pricing",
+    ]
+    page = html.unescape(response.content.decode())
+    assert "Ingesting 2 documents in the background" in page
+    assert "ftp://example.com/archive.txt: only http and https addresses are supported" in page
+    assert "example.org/faq: not a web address; did you mean https://example.org/faq ?" in page
+    assert "https://exa mple.com/broken: not a valid web address" in page
+    # The refused addresses wait in the form, to correct and send again.
+    textarea = page.split('name="urls"')[1].split("</textarea>")[0]
+    assert textarea.split(">", 1)[1].strip().splitlines() == [
+        "ftp://example.com/archive.txt",
+        "example.org/faq",
+        "https://exa mple.com/broken",
+    ]
+    # Once shown, the form is empty again.
+    again = alice.get("/collections/handbook/").content.decode()
+    assert again.split('name="urls"')[1].split("</textarea>")[0].split(">", 1)[1].strip() == ""
 
 
 def test_job_panel_polls_while_running_and_stops_when_finished(alice, collection):
@@ -206,7 +247,7 @@ def test_the_sources_partial_refreshes_the_table(alice, ingested):
     response = alice.get("/collections/handbook/", HTTP_HX_REQUEST="true")
 
     body = response.content.decode()
-    assert body.lstrip().startswith('<section id="sources"')
+    assert body.lstrip().startswith('<div id="sources"')
     assert "install.md" in body and "refunds.md" in body
     source = Source.objects.get(location="upload:install.md")
     assert source.content_hash[:10] in body
