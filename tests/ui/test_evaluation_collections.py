@@ -151,3 +151,11 @@ def test_people_who_are_not_staff_cannot_list_evaluation_collections(client, use
     assert reverse("collections:detail", args=["eval-x"]) not in page
     assert "Show evaluation collections" not in page
     assert client.get(reverse("collections:detail", args=["eval-x"])).status_code == 200
+
+
+def test_a_held_evaluation_document_links_to_the_evaluation_queue(root_client, evaluated):
+    item = QuarantineItem.objects.get(collection=evaluated.collection)
+    page = root_client.get(
+        reverse("collections:source", args=[evaluated.collection.slug, item.source_id])
+    ).content.decode()
+    assert f"{reverse('collections:quarantine')}?evaluation=1#item-{item.pk}" in page
