@@ -82,7 +82,15 @@ def test_admin_finds_a_local_server_tests_it_saves_and_the_next_answer_uses_it(
     assert run.mode == "llm"
     assert chat_server.headers[-1]["Authorization"] == f"Bearer {SECRET}"
 
+    # A deployment variable wins over the page, which says so on the field.
+    rag_set("chat.model", "model-from-env")
     page.goto(f"{live_server.url}/settings/models/")
+    expect(page.get_by_label("Model", exact=True)).to_be_disabled()
+    expect(page.get_by_label("Model", exact=True)).to_have_value("model-from-env")
+    expect(page.locator("[data-env=RAG_CHAT_MODEL]")).to_contain_text("wins over this page")
+    expect(page.locator("[data-now=chat]")).to_contain_text("written by model-from-env")
+    screenshot(page, "model-settings-env")
+
     page.set_viewport_size({"width": 390, "height": 844})
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the settings page scrolls sideways at 390 px ({width} px wide)"
