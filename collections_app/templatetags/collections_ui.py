@@ -68,11 +68,17 @@ def query_with(context: dict[str, Any], **changes: object) -> str:
 
 @register.simple_tag(takes_context=True)
 def sort_header(
-    context: dict[str, Any], key: str, label: str, *, descending_first: bool = False
+    context: dict[str, Any],
+    key: str,
+    label: str,
+    *,
+    descending_first: bool = False,
+    numeric: bool = False,
 ) -> SafeString:
     """A column header of the sources table that sorts by ``key``; a second click reverses.
 
-    ``descending_first`` for columns read biggest or newest first (size, date).
+    ``descending_first`` for columns read biggest or newest first (size, date);
+    ``numeric`` aligns the header with right-aligned figures.
     """
     order = str(context.get("order", ""))
     current = order.lstrip("-") == key
@@ -85,8 +91,9 @@ def sort_header(
     sort_state = ("descending" if descending else "ascending") if current else ""
     arrow = ("▼" if descending else "▲") if current else ""
     return format_html(
-        '<th scope="col"{}><a href="{}#sources" hx-get="{}" hx-target="#sources" '
+        '<th scope="col"{}{}><a href="{}#sources" hx-get="{}" hx-target="#sources" '
         'hx-swap="outerHTML" hx-push-url="true">{}</a>{}</th>',
+        format_html(' class="num"') if numeric else "",
         format_html(' aria-sort="{}"', sort_state) if sort_state else "",
         href,
         href,
