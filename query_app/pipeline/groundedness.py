@@ -1,8 +1,11 @@
 """The groundedness stage: is every sentence of the answer supported by the passages?
 
-- ``heuristic``: a sentence is supported when at least ``min_support`` of its
-  content words (stemmed) appear in the passages it cites (all passages when
-  it cites none).
+- ``heuristic``: a sentence is supported when it makes a claim (at least
+  ``MIN_CONTENT_WORDS`` distinct content words) and at least ``min_support`` of
+  its content words (stemmed) appear in the passages it cites (all passages when
+  it cites none). A bare token ("PWNED", copied from a planted instruction) is
+  no claim, so it cannot be grounded; an answer without any content word is not
+  grounded either.
 - ``llm``: the chat model judges, returning JSON; tolerant parsing, and the
   heuristic (with a trace warning) when the reply is unusable or the call fails.
 - ``auto``: ``llm`` with a chat model configured, else ``heuristic``.
@@ -45,6 +48,10 @@ class GroundednessResult:
         }
 
 
+# Distinct content words a sentence needs to state something a passage can support.
+MIN_CONTENT_WORDS = 2
+
+
 def check_heuristic(
     answer: str, context: AssembledContext, *, min_support: float
 ) -> GroundednessResult:
@@ -61,11 +68,15 @@ def check_heuristic(
         judged += 1
         cited = [m for m in markers if m in by_marker]
         pool = set().union(*(by_marker[m] for m in cited)) if cited else everything
-        if len(terms & pool) / len(terms) >= min_support:
+        if len(terms) >= MIN_CONTENT_WORDS and len(terms & pool) / len(terms) >= min_support:
             supported += 1
         else:
             unsupported.append(plain)
-    score = supported / judged if judged else 1.0
+    if not judged:
+        # Nothing the passages could support: no claim is no grounded answer.
+        text = answer.strip()
+        return GroundednessResult(grounded=False, score=0.0, unsupported=[text] if text else [])
+    score = supported / judged
     return GroundednessResult(grounded=not unsupported, score=score, unsupported=unsupported)
 
 

@@ -9,6 +9,7 @@ from query_app.exceptions import ChatNotConfigured
 from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
 from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.output_filter import output_filter_stage
 from query_app.pipeline.retrieval import collection_embedder
 from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
 from query_app.pipeline.types import PipelineEvent, TokenEvent, TraceStep
@@ -71,6 +72,8 @@ class GenerateStage(Stage):
                 result = stop.value
                 break
             yield TokenEvent("", reset=True) if piece is RESET else TokenEvent(piece)
+        # Links not in the cited passages, and quotes of flagged text, never leave.
+        result = yield from output_filter_stage(result, context)
         step.details.update(result.details)
         details: GenerateDetails = {"model_calls": state.chat_calls - calls_before}
         step.details.update(details)
