@@ -132,9 +132,13 @@ def test_favicon_ico_at_the_root_is_not_a_404(client):
 # --- the demo -------------------------------------------------------------------------------
 
 
-def test_the_demo_collection_shows_the_ingestion_that_filled_it(client, media_root):
+def test_the_demo_collection_shows_the_ingestion_that_filled_it(
+    client, django_user_model, media_root
+):
     first = demo_setup()
-    client.login(username="demo", password="demo")
+    demo = django_user_model.objects.get(username="demo")
+    assert demo.check_password("demo")
+    client.force_login(demo)
 
     page = client.get("/collections/demo/").content.decode()
 
