@@ -26,6 +26,10 @@ class QuestionTooLong(InvalidQuery):
     """The question exceeds the configured length limit."""
 
 
+class ConversationMismatch(InvalidQuery):
+    """A follow-up names a conversation about another collection than the one asked."""
+
+
 class InvalidOption(InvalidQuery):
     """An option has a value outside its allowed range or of the wrong type."""
 

@@ -6,9 +6,48 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from collections_app.models import Collection
 from query_app.pipeline.types import MODE_LABELS
+
+
+class Conversation(models.Model):
+    """Questions asked one after another about one collection; each turn is a QueryRun.
+
+    A follow-up is read in the light of the turns before it (the condense stage
+    rewrites it to stand alone). Only its owner may continue it.
+    """
+
+    TITLE_CHARS = 200
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="conversations"
+    )
+    # The first question (shortened to TITLE_CHARS).
+    title = models.CharField(max_length=TITLE_CHARS)
+    # Set explicitly (not auto_now) so that stored runs can be backfilled with their times.
+    created_at = models.DateTimeField(default=timezone.now)
+    # When the last turn was asked.
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-updated_at"], name="conversation_owner_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @classmethod
+    def title_for(cls, question: str) -> str:
+        """The first question as a title: one line, at most TITLE_CHARS characters."""
+        line = " ".join(question.split())
+        return line if len(line) <= cls.TITLE_CHARS else line[: cls.TITLE_CHARS - 1] + "…"
 
 
 class QueryRun(models.Model):
@@ -33,7 +72,18 @@ class QueryRun(models.Model):
         related_name="query_runs",
     )
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="query_runs")
+    # The conversation this run is a turn of (None: a question asked on its own,
+    # e.g. from the command line or by evaluation).
+    conversation = models.ForeignKey(
+        Conversation,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="turns",
+    )
     question = models.TextField()
+    # A follow-up's question as retrieval read it (rewritten to stand alone); "" otherwise.
+    standalone_question = models.TextField(blank=True)
     profile = models.CharField(max_length=50)
     # The fully resolved options tree (preset + settings + request overrides).
     options = models.JSONField(default=dict)
@@ -79,6 +129,8 @@ class QueryRun(models.Model):
             "id": self.pk,
             "collection": self.collection.slug,
             "question": self.question,
+            "conversation": self.conversation_id,
+            "standalone_question": self.standalone_question,
             "profile": self.profile,
             "answer": self.answer,
             "mode": self.mode,

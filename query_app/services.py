@@ -18,13 +18,20 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
+from django.db import transaction
 
 from collections_app.models import Collection
 from collections_app.selectors import CollectionNotFound, collection_and_role_for_user
 from query_app.chat import ChatClient, OpenAICompatibleChatClient, chat_client_from_settings
-from query_app.exceptions import ConfigurationError, EmptyQuestion, QueryError, QuestionTooLong
+from query_app.exceptions import (
+    ConfigurationError,
+    ConversationMismatch,
+    EmptyQuestion,
+    QueryError,
+    QuestionTooLong,
+)
 from query_app.model_settings import options_with_saved_models
-from query_app.models import QueryRun
+from query_app.models import Conversation, QueryRun
 from query_app.pipeline.assembly import AssembledContext, Passage
 from query_app.pipeline.groundedness import check_groundedness
 from query_app.pipeline.lexical import markers_in
@@ -33,7 +40,16 @@ from query_app.pipeline.profiles import options_resolve, profile_names, profile_
 from query_app.pipeline.prompts import passage_block
 from query_app.pipeline.runner import pipeline_check, pipeline_run, pipeline_stages
 from query_app.pipeline.stages import MissingPart, StageCheck
-from query_app.pipeline.types import AnswerEvent, Candidate, PipelineEvent, RagAnswer, RagQuery
+from query_app.pipeline.stages.condense import HISTORY_TURNS as CONDENSE_HISTORY_TURNS
+from query_app.pipeline.types import (
+    AnswerEvent,
+    Candidate,
+    ConversationTurn,
+    PipelineEvent,
+    RagAnswer,
+    RagQuery,
+)
+from query_app.selectors import conversation_get_for_user, conversation_turns_before
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +127,12 @@ class QueryRequest:
     retrieval_only: bool = False  # stages 1-5 only: no generation, no model call
     allow_fallback: bool = True  # extractive answer when the chat model fails
     stream: bool = False  # generate token by token (the browser)
+    # Continue this conversation (its id; the caller's own): the question is read
+    # in the light of its earlier turns and stored as its next turn. None: a
+    # signed-in caller's stored run starts a new conversation.
+    conversation: int | None = None
+    # With ``conversation``: only the turns before this run count (re-running a turn).
+    before_turn: int | None = None
 
     def as_retrieval(self) -> QueryRequest:
         return dataclasses.replace(self, retrieval_only=True)
@@ -118,6 +140,36 @@ class QueryRequest:
 
 def query_prepare(*, user: User, request: QueryRequest, chat: ChatClient | None = None) -> RagQuery:
     """Check permission and input and resolve the options; raise before any work is done."""
+    return _query_prepare(user=user, request=request, chat=chat)[0]
+
+
+def _conversation_history(
+    user: User, request: QueryRequest, collection: Collection
+) -> tuple[Conversation | None, tuple[ConversationTurn, ...]]:
+    """The conversation a follow-up continues (the caller's own) and its last turns."""
+    if request.conversation is None:
+        return None, ()
+    conversation = conversation_get_for_user(user, conversation_id=request.conversation)
+    if conversation.collection_id != collection.pk:
+        raise ConversationMismatch(
+            f"conversation {conversation.pk} is about the collection "
+            f"{conversation.collection.slug!r}; ask its follow-ups there"
+        )
+    turns = conversation_turns_before(
+        conversation, before_run_id=request.before_turn, limit=CONDENSE_HISTORY_TURNS
+    )
+    history = tuple(
+        ConversationTurn(
+            question=t.question, answer=t.answer, mode=t.mode, standalone=t.standalone_question
+        )
+        for t in turns
+    )
+    return conversation, history
+
+
+def _query_prepare(
+    *, user: User, request: QueryRequest, chat: ChatClient | None
+) -> tuple[RagQuery, Conversation | None]:
     target, role = _collection_for(user, request.collection)
     limits = QueryLimits.from_settings()
     text = question_validate(request.question, limits=limits)
@@ -125,12 +177,18 @@ def query_prepare(*, user: User, request: QueryRequest, chat: ChatClient | None 
         profile=request.profile, overrides=request.overrides, top_n=request.top_n, limits=limits
     )
     options = options_with_saved_models(options)
+    conversation, history = _conversation_history(user, request, target)
+    stages = profile_stages(name)
+    if history:
+        # Only a follow-up runs condense: a single question keeps its trace.
+        stages = ("condense", *stages)
     query = RagQuery(
         question=text,
         collection=target,
         options=options,
         profile=name,
-        stages=profile_stages(name),
+        stages=stages,
+        history=history,
         retrieval_only=request.retrieval_only,
         allow_fallback=request.allow_fallback,
         scope=f"collection:{target.pk}:role:{role}",
@@ -138,7 +196,7 @@ def query_prepare(*, user: User, request: QueryRequest, chat: ChatClient | None 
     )
     # Fail on missing models now, not half-way through a streamed answer.
     pipeline_check(query, chat=chat)
-    return query
+    return query, conversation
 
 
 def query_answer(*, user: User, request: QueryRequest, store: bool = True) -> QueryRun:
@@ -148,8 +206,11 @@ def query_answer(*, user: User, request: QueryRequest, store: bool = True) -> Qu
     ``user``), and QueryError subclasses: EmptyQuestion, QuestionTooLong,
     TopNOutOfRange, UnknownOption, InvalidOption, UnknownProfile,
     UnknownReranker (and the other Unknown<Component> errors),
-    RerankerNotConfigured, EmbeddingProfileMismatch, GenerationFailed.
-    With ``store=False`` the returned run is not saved.
+    RerankerNotConfigured, EmbeddingProfileMismatch, GenerationFailed,
+    ConversationMismatch; ConversationNotFound (``request.conversation`` is not
+    the caller's own). With ``store=False`` the returned run is not saved; a
+    stored run is a turn of ``request.conversation``, or starts a conversation
+    when the caller is a signed-in user.
     """
     events = query_answer_stream(
         user=user, request=dataclasses.replace(request, stream=False), store=store
@@ -177,7 +238,7 @@ def query_answer_stream(
     """
     chat = chat_client_from_settings()
     try:
-        query = query_prepare(user=user, request=request, chat=chat)
+        query, conversation = _query_prepare(user=user, request=request, chat=chat)
     except Exception:
         _close(chat)
         raise
@@ -202,11 +263,33 @@ def query_answer_stream(
         # The collection was read at the start of this request: its version is current.
         index_version=query.collection.index_version,
     )
-    return _run_events(query, run, chat=chat, store=store)
+    return _run_events(query, run, chat=chat, store=store, conversation=conversation)
+
+
+def _run_save(run: QueryRun, *, conversation: Conversation | None) -> None:
+    """Store ``run`` as the next turn of ``conversation``; a user's lone run starts one."""
+    with transaction.atomic():
+        if conversation is None and run.user_id is not None:
+            conversation = Conversation.objects.create(
+                owner_id=run.user_id,
+                collection=run.collection,
+                title=Conversation.title_for(run.question),
+            )
+        if conversation is not None:
+            run.conversation = conversation
+        run.save()
+        if conversation is not None:
+            # The conversation was last active when this turn was asked.
+            Conversation.objects.filter(pk=conversation.pk).update(updated_at=run.created_at)
 
 
 def _run_events(
-    query: RagQuery, run: QueryRun, *, chat: ChatClient | None, store: bool
+    query: RagQuery,
+    run: QueryRun,
+    *,
+    chat: ChatClient | None,
+    store: bool,
+    conversation: Conversation | None,
 ) -> Iterator[QueryEvent]:
     started = time.perf_counter()
     answer: RagAnswer | None = None
@@ -220,7 +303,7 @@ def _run_events(
         run.error = str(exc)
         run.total_ms = (time.perf_counter() - started) * 1000.0
         if store:
-            run.save()
+            _run_save(run, conversation=conversation)
         logger.warning("query run failed: %s", exc)
         raise
     finally:
@@ -236,8 +319,12 @@ def _run_events(
     run.timings = {"total_ms": round(total_ms, 3), "stages": answer.timings["stages"]}
     run.total_ms = total_ms
     run.model_calls = answer.model_calls
+    run.standalone_question = next(
+        (str(s.details.get("standalone") or "") for s in answer.trace if s.stage == "condense"),
+        "",
+    )
     if store:
-        run.save()
+        _run_save(run, conversation=conversation)
     yield RunEvent(run)
 
 
@@ -253,14 +340,22 @@ def query_run_rerun(
     profile: str | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> QueryRun:
-    """Ask a stored run's question again, with another profile or overrides."""
+    """Ask a stored run's question again, with another profile or overrides.
+
+    A follow-up re-run by its owner is read with the turns before it, as it was
+    the first time, and joins its conversation. Anyone else re-runs the
+    standalone question the follow-up was read as, in a conversation of their own.
+    """
+    own_turn = run.conversation_id is not None and run.user_id == getattr(user, "pk", None)
     request = QueryRequest(
         collection=run.collection,
-        question=run.question,
+        question=run.question if own_turn else (run.standalone_question or run.question),
         profile=profile or run.profile,
         overrides=overrides if overrides is not None else run.overrides,
         retrieval_only=run.retrieval_only,
         allow_fallback=run.allow_fallback,
+        conversation=run.conversation_id if own_turn else None,
+        before_turn=run.pk if own_turn else None,
     )
     return query_answer(user=user, request=request)
 

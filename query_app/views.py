@@ -44,14 +44,17 @@ from query_app.model_settings import (
     model_settings_overview,
     model_settings_save,
 )
-from query_app.models import QueryRun
+from query_app.models import Conversation, QueryRun
 from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, TokenEvent
 from query_app.presentation import StageRow, answer_html, stage_summary, trace_html, trace_rows
 from query_app.selectors import (
+    ConversationNotFound,
     QueryRunNotFound,
+    conversation_get_for_user,
+    conversation_turns,
+    conversations_search_for_user,
     query_run_get_for_user,
     query_run_source_exists,
-    query_runs_search_for_user,
 )
 from query_app.services import (
     QueryRequest,
@@ -133,6 +136,15 @@ def answer_view(run: QueryRun) -> AnswerView:
     )
 
 
+def _conversation_id(value: str) -> int | None:
+    """A posted conversation id ("" for a new question); anything else is no conversation here."""
+    if not value:
+        return None
+    if not value.isdigit():
+        raise Http404("No such conversation")
+    return int(value)
+
+
 def _ask_request(data: QueryDict, *, stream: bool = False) -> QueryRequest:
     """The question of a posted ask form; the service validates it all (NUL characters: 400)."""
     ask_input_check(data)
@@ -142,6 +154,7 @@ def _ask_request(data: QueryDict, *, stream: bool = False) -> QueryRequest:
         profile=data.get("profile") or None,
         retrieval_only=bool(data.get("retrieval_only")),
         stream=stream,
+        conversation=_conversation_id(data.get("conversation", "")),
     )
 
 
@@ -157,6 +170,8 @@ def ask(request: HttpRequest) -> HttpResponse:
         run = query_answer(user=request.user, request=_ask_request(request.POST))
     except CollectionNotFound:
         raise Http404("No such collection") from None
+    except ConversationNotFound:
+        raise Http404("No such conversation") from None
     except QueryError as exc:
         error = sentence(str(exc))
     else:
@@ -217,6 +232,8 @@ def ask_stream(request: HttpRequest) -> HttpResponse:
         )
     except CollectionNotFound:
         raise Http404("No such collection") from None
+    except ConversationNotFound:
+        raise Http404("No such conversation") from None
     except QueryError as exc:
         body: Iterator[str] = iter([sse("error", {"message": sentence(str(exc))})])
     else:
@@ -256,14 +273,15 @@ def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
 @require_GET
 @login_required
 def history(request: HttpRequest) -> HttpResponse:
+    """The user's conversations, last active first, each with its questions."""
     form = HistoryFilterForm(request.GET or None, user=request.user)
     filters = form.cleaned_data if form.is_valid() else {}
-    runs = query_runs_search_for_user(
+    conversations = conversations_search_for_user(
         request.user,
         text=filters.get("q") or "",
         collection_slug=filters.get("collection") or "",
     )
-    page = Paginator(runs, 25).get_page(request.GET.get("page"))
+    page = Paginator(conversations, 25).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {
@@ -297,6 +315,66 @@ def history_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, "query/run.html", context)
 
 
+def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
+    try:
+        return conversation_get_for_user(request.user, conversation_id=conversation_id)
+    except ConversationNotFound:
+        raise Http404("No such conversation") from None
+
+
+def _conversation_page(
+    request: HttpRequest, conversation: Conversation, *, data: QueryDict | None = None
+) -> HttpResponse:
+    turns = list(conversation_turns(conversation))
+    initial = {
+        "collection": conversation.collection.slug,
+        "profile": turns[-1].profile if turns else None,
+    }
+    form = AskForm(data, initial=initial, user=request.user)
+    form.fields["question"].widget.attrs["placeholder"] = (
+        "A follow-up, e.g. “and how long is it kept?”"
+    )
+    context = {
+        "conversation": conversation,
+        "turns": [answer_view(run) for run in turns],
+        "form": form,
+    }
+    return render(request, "query/conversation.html", context)
+
+
+@require_GET
+@login_required
+def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """A conversation's permalink: its questions in order, and a box for the next follow-up."""
+    return _conversation_page(request, _conversation(request, conversation_id))
+
+
+@require_POST
+@login_required
+def conversation_ask(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    """The follow-up box posted without JavaScript (ask.js streams it through ask_stream)."""
+    found = _conversation(request, conversation_id)
+    ask_input_check(request.POST)
+    try:
+        run = query_answer(
+            user=request.user,
+            request=QueryRequest(
+                collection=found.collection,
+                question=request.POST.get("question", ""),
+                profile=request.POST.get("profile") or None,
+                retrieval_only=bool(request.POST.get("retrieval_only")),
+                conversation=found.pk,
+            ),
+        )
+    except (CollectionNotFound, ConversationNotFound):
+        raise Http404("No such conversation") from None
+    except QueryError as exc:
+        messages.error(request, sentence(str(exc)))
+        return _conversation_page(request, found, data=request.POST)
+    url = reverse("query:conversation", kwargs={"conversation_id": found.pk})
+    return redirect(f"{url}#run-{run.pk}")
+
+
 @require_POST
 @login_required
 def rerun(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -306,6 +384,8 @@ def rerun(request: HttpRequest, run_id: int) -> HttpResponse:
         new = query_run_rerun(user=request.user, run=run, profile=profile)
     except CollectionNotFound:
         raise Http404("No such collection") from None
+    except ConversationNotFound:
+        raise Http404("No such conversation") from None
     except QueryError as exc:
         messages.error(request, sentence(str(exc)))
         return redirect("query:history_detail", run_id=run.pk)

@@ -265,8 +265,13 @@ def extract(
     max_sentences: int,
     floor: float | None,
     sentence_floor: float | None = None,
+    said: frozenset[str] = frozenset(),
 ) -> Extract:
-    """The quotes that answer ``question`` (none when nothing clears the floors)."""
+    """The quotes that answer ``question`` (none when nothing clears the floors).
+
+    ``said`` holds the sentences the previous answer of a conversation quoted: a
+    follow-up wants something new, so they are passed over while another qualifies.
+    """
     found, skipped, below = _candidates(context, floor)
     details: dict[str, Any] = {
         "candidates": len(found),
@@ -292,6 +297,11 @@ def extract(
         _scored(found, unit_terms, sims[:, i], probe, floor=held_to, exact=exact)
         for i, probe in enumerate(probes)
     ]
+    if said:
+        fresh = [[item for item in ranking if not _said(item[0], said)] for ranking in rankings]
+        if fresh[0]:
+            details["already_said"] = len(rankings[0]) - len(fresh[0])
+            rankings = fresh
     scored = rankings[0]
     details["qualified"] = len(scored)
     if len(parts) > 1:
@@ -304,6 +314,10 @@ def extract(
     details["sentences"] = len(chosen)
     details["scores"] = [round(q.score, 4) for q in chosen]
     return Extract(quotes=chosen, details=details)
+
+
+def _said(quote: Quote, said: frozenset[str]) -> bool:
+    return quote.unit.text.strip().rstrip(".") in said
 
 
 def _scored(

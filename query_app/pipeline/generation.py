@@ -86,6 +86,8 @@ class GenerationRequest:
     model: str = ""
     # The relevance floor every quoted sentence must clear on its own.
     floor: float | None = None
+    # A follow-up's previous answer, sentence by sentence: not quoted again if avoidable.
+    said: frozenset[str] = frozenset()
 
 
 Writer = Callable[[GenerationRequest], Generator[Any, None, GenerationResult]]
@@ -113,12 +115,13 @@ def generate(
     encode: Encode | None = None,
     model: str = "",
     floor: float | None = None,
+    said: frozenset[str] = frozenset(),
 ) -> Generator[Any, None, GenerationResult]:
     """Yield answer pieces (or RESET) while generating; return the GenerationResult."""
     if not context.passages:
         return (yield from _not_found({"generator": "none", "model_calls": 0}))
     request = GenerationRequest(
-        question, context, options, chat, allow_fallback, stream, encode, model, floor
+        question, context, options, chat, allow_fallback, stream, encode, model, floor, said
     )
     return (yield from GENERATORS.get(options.generator).write(request))
 
@@ -230,6 +233,7 @@ def _extractive(
         max_sentences=request.options.max_sentences,
         floor=request.floor,
         sentence_floor=request.options.min_sentence_similarity,
+        said=request.said,
     )
     details: dict[str, Any] = {"generator": "extractive", **found.details}
     if not found.quotes:

@@ -27,7 +27,7 @@ from query_app.exceptions import (
     QueryError,
     UnknownComponent,
 )
-from query_app.selectors import QueryRunNotFound
+from query_app.selectors import ConversationNotFound, QueryRunNotFound
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
     (CollectionNotFound, status.HTTP_404_NOT_FOUND),
     (QueryRunNotFound, status.HTTP_404_NOT_FOUND),
+    (ConversationNotFound, status.HTTP_404_NOT_FOUND),
     # The chat endpoint failed and the request did not allow the extractive fallback.
     (GenerationFailed, status.HTTP_502_BAD_GATEWAY),
     # The collection's recorded embedding model is not the active one: a

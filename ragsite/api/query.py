@@ -42,6 +42,16 @@ class QueryRequestSerializer(serializers.Serializer):
         help_text="When the chat model fails, answer extractively (with a trace warning) "
         "instead of failing with 502.",
     )
+    conversation = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        help_text="Ask a follow-up in this conversation (the `conversation` of an earlier "
+        "answer; only your own): the question is read with the earlier turns and rewritten "
+        "to stand alone (`standalone_question`, and the `condense` step of the trace). "
+        "Omitted: the answer starts a new conversation.",
+    )
 
 
 class CitationSerializer(serializers.Serializer):
@@ -73,6 +83,13 @@ class QueryRunSerializer(serializers.Serializer):
     id = serializers.IntegerField(allow_null=True)
     collection = serializers.CharField()
     question = serializers.CharField()
+    conversation = serializers.IntegerField(
+        allow_null=True, help_text="The conversation this answer is a turn of."
+    )
+    standalone_question = serializers.CharField(
+        allow_blank=True,
+        help_text="A follow-up as retrieval read it, rewritten to stand alone; empty otherwise.",
+    )
     profile = serializers.CharField()
     answer = serializers.CharField()
     mode = serializers.ChoiceField(choices=QueryRun.Mode.choices)
@@ -130,6 +147,7 @@ class _AskView(APIView):
                 overrides=data["overrides"],
                 allow_fallback=data["allow_fallback"],
                 retrieval_only=self.retrieval_only,
+                conversation=data["conversation"],
             ),
         )
         return Response(run.as_payload())
@@ -138,8 +156,9 @@ class _AskView(APIView):
 ASK_ERRORS = (
     "400: empty or over-long question, unknown profile/reranker/option (the message lists "
     "the known names), top_n out of range, a profile needing a model that is not configured "
-    "(the message names the setting). 404: no such collection or no read access. 502: the "
-    "chat model failed and allow_fallback was false."
+    "(the message names the setting), a conversation about another collection. 404: no such "
+    "collection or no read access, or a conversation that is not yours. 502: the chat model "
+    "failed and allow_fallback was false."
 )
 
 

@@ -8,6 +8,8 @@
   var area = document.getElementById("answer-area");
   var button = form.querySelector("[data-submit]");
   var question = form.querySelector("[name=question]");
+  // The conversation page keeps every answer: each new one goes after the others.
+  var append = area.hasAttribute("data-append");
 
   question.addEventListener("keydown", function (event) {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
@@ -23,9 +25,10 @@
     return node;
   }
 
-  function showError(message) {
-    area.replaceChildren(el("p", "message error", message));
-    area.firstChild.setAttribute("role", "alert");
+  function showError(message, into) {
+    into = into || area;
+    into.replaceChildren(el("p", "message error", message));
+    into.firstChild.setAttribute("role", "alert");
   }
 
   form.addEventListener("submit", function (event) {
@@ -34,7 +37,9 @@
     var stages = el("ol", "stages small muted");
     var text = el("div", "answer streaming");
     card.append(el("p", "label", "Working…"), stages, text);
-    area.replaceChildren(card);
+    var slot = area;
+    if (append) { slot = el("div", "turn"); area.append(slot); }
+    slot.replaceChildren(card);
     button.disabled = true;
 
     var handlers = {
@@ -51,12 +56,13 @@
         text.textContent += data.text;
       },
       done: function (data) {
-        area.innerHTML = data.html;  // rendered and escaped by the server
-        if (window.htmx) { window.htmx.process(area); }
-        var heading = area.querySelector(".question");
+        slot.innerHTML = data.html;  // rendered and escaped by the server
+        if (window.htmx) { window.htmx.process(slot); }
+        if (append) { question.value = ""; }
+        var heading = slot.querySelector(".question");
         if (heading) { heading.setAttribute("tabindex", "-1"); heading.focus(); }
       },
-      error: function (data) { showError(data.message); }
+      error: function (data) { showError(data.message, slot); }
     };
 
     function dispatch(block) {
@@ -90,7 +96,7 @@
       }
       return pump();
     }).catch(function (error) {
-      showError(error.message || "The answer could not be loaded.");
+      showError(error.message || "The answer could not be loaded.", slot);
     }).finally(function () {
       button.disabled = false;
       text.classList.remove("streaming");

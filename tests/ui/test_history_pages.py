@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from collections_app.services import collection_create
-from query_app.models import QueryRun
+from query_app.models import Conversation, QueryRun
 from query_app.services import QueryRequest, query_answer
 
 pytestmark = pytest.mark.django_db
@@ -26,6 +26,9 @@ def runs(ingested, user):
     third = QueryRun.objects.create(
         user=user,
         collection=other,
+        conversation=Conversation.objects.create(
+            owner=user, collection=other, title="Where are the notes?"
+        ),
         question="Where are the notes?",
         profile="fast",
         mode="not-found",

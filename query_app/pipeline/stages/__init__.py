@@ -10,6 +10,7 @@ from __future__ import annotations
 from query_app.exceptions import UnknownStage
 from query_app.pipeline.stages.assemble import AssembleStage
 from query_app.pipeline.stages.base import MissingPart, PipelineState, Stage, StageCheck
+from query_app.pipeline.stages.condense import CondenseStage
 from query_app.pipeline.stages.fuse import FuseStage
 from query_app.pipeline.stages.generate import GenerateStage
 from query_app.pipeline.stages.groundedness import GroundednessStage
@@ -20,6 +21,7 @@ from ragsite.registry import Registry
 
 STAGES: Registry[type[Stage]] = Registry("stage", unknown=UnknownStage)
 for _stage in (
+    CondenseStage,
     TransformStage,
     RetrieveStage,
     FuseStage,

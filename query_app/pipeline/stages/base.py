@@ -65,6 +65,10 @@ class PipelineState:
     chat: CountingChatClient | None = None
     # How many times the run has looped back (0 on the linear path).
     iteration: int = 0
+    # condense (follow-ups only): the question rewritten to stand alone, and by
+    # whom (llm: the chat model; heuristic: the previous turn's terms carried).
+    standalone: str = ""
+    standalone_source: str = ""
     # transform: the texts retrieval searches with, and how their results combine.
     probes: tuple[str, ...] = ()
     probe_kind: str = "single"
@@ -82,6 +86,21 @@ class PipelineState:
     @property
     def options(self) -> QueryOptions:
         return self.query.options
+
+    @property
+    def search_question(self) -> str:
+        """What retrieval and reranking read: a follow-up's standalone question, or the question."""
+        return self.standalone or self.query.question
+
+    @property
+    def answer_question(self) -> str:
+        """What the answer is written for: the same standalone question as retrieval.
+
+        A follow-up's own words ("how do I fix it?") name no subject, so neither
+        an answer sentence nor a chat model could be judged relevant to them;
+        the run still shows the user's words.
+        """
+        return self.standalone or self.query.question
 
     @property
     def chat_calls(self) -> int:

@@ -8,6 +8,7 @@ from typing import Any, TypedDict, cast
 from query_app.exceptions import ChatNotConfigured
 from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
+from query_app.pipeline.lexical import answer_sentences
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.output_filter import output_filter_stage
 from query_app.pipeline.retrieval import collection_embedder
@@ -24,6 +25,14 @@ class GenerateDetails(TypedDict, total=False):
     fallback_from: str
     model_calls: int
     reason: str
+
+
+def _already_said(state: PipelineState) -> frozenset[str]:
+    """The sentences of a follow-up's previous answer (a follow-up wants something new)."""
+    if not state.query.history:
+        return frozenset()
+    previous = state.query.history[-1].answer
+    return frozenset(text.rstrip(".") for text, _ in answer_sentences(previous))
 
 
 class GenerateStage(Stage):
@@ -64,6 +73,7 @@ class GenerateStage(Stage):
             encode=embedder.encode if embedder is not None else None,
             model=embedder.profile.model if embedder is not None else "",
             floor=state.options.floor.min_vector_similarity,
+            said=_already_said(state),
         )
         while True:
             try:

@@ -65,7 +65,7 @@ class RerankStage(Stage):
         # Without its missing part the step keeps the retrieval order ("none").
         reranker = RERANKERS.get("none" if gap is not None else o.kind)()
         result = reranker.rerank(
-            state.query.question,
+            state.search_question,
             candidates,
             options=o,
             chat=state.chat,

@@ -32,7 +32,7 @@ class TransformStage(Stage):
 
     def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
         o = state.options.transform
-        question = state.query.question
+        question = state.search_question
         details: TransformDetails = {}
         if o.kind == "none":
             result = TransformResult(probes=[question], kind="single")
