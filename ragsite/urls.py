@@ -30,6 +30,17 @@ urlpatterns = [
     path("api/", include("ragsite.api.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Changing the password ends the user's API token (ragsite.passwords).
+    path(
+        "accounts/password/",
+        auth_views.PasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    path(
+        "accounts/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
     path("", include("collections_app.urls")),
     path("", include("query_app.urls")),
     path("eval/", include("eval_app.urls")),

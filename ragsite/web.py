@@ -37,4 +37,6 @@ def csp_nonce(request: HttpRequest) -> str:
 
     Asking for it puts it in the response's policy (django-csp); "" without the middleware.
     """
-    return str(getattr(request, "csp_nonce", "") or "")
+    nonce = getattr(request, "csp_nonce", None)
+    # str() makes it: the lazy object counts as false until it is made.
+    return str(nonce) if nonce is not None else ""

@@ -155,6 +155,9 @@ class CollectionDetailView(APIView):
 class MemberListView(APIView):
     """Who may read, write or administer a collection (admin only)."""
 
+    # Adding members names users: throttled so usernames cannot be probed in bulk.
+    throttle_scope = "members"
+
     @extend_schema(responses=MemberSerializer(many=True), summary="List members (admin)")
     def get(self, request: Request, slug: str) -> Response:
         collection = collection_for(request, slug, role="admin")
@@ -182,6 +185,8 @@ class MemberListView(APIView):
 @extend_schema(tags=TAG)
 class MemberDetailView(APIView):
     """One member's role (admin only)."""
+
+    throttle_scope = "members"
 
     def _member(self, request: Request, slug: str, username: str) -> tuple[Any, Any]:
         collection = collection_for(request, slug, role="admin")

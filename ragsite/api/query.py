@@ -129,6 +129,8 @@ class QueryRunSummarySerializer(serializers.ModelSerializer):
 
 class _AskView(APIView):
     retrieval_only = False
+    # Per user (REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["query"]): 429 past the rate.
+    throttle_scope = "query"
 
     def post(self, request: Request, slug: str) -> Response:
         # Permission first: a collection the caller cannot read is a 404

@@ -94,6 +94,7 @@ class SourceUploadView(APIView):
     """Upload one or many files; they are stored and ONE ingestion job starts (write role)."""
 
     parser_classes = [parsers.MultiPartParser, parsers.FormParser]
+    throttle_scope = "upload"
 
     @extend_schema(
         request={"multipart/form-data": UploadSerializer},
@@ -135,6 +136,8 @@ class SourceUploadView(APIView):
 @extend_schema(tags=SOURCES)
 class SourceLocationsView(APIView):
     """Add web pages by URL (write role) or server paths and globs (staff) via one job."""
+
+    throttle_scope = "upload"
 
     @extend_schema(
         request=LocationsSerializer,
@@ -202,6 +205,8 @@ class SourceDetailView(APIView):
 @extend_schema(tags=SOURCES)
 class SourceReingestView(APIView):
     """Read one source again and ingest it if it changed (write role)."""
+
+    throttle_scope = "upload"
 
     @extend_schema(
         request=None,

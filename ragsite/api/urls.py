@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from ragsite.api import collections, quarantine, query, sources
 from ragsite.api.auth import TokenView
+from ragsite.api.docs import RedocDocsView, SwaggerDocsView
 
 app_name = "api"
 
@@ -17,12 +18,10 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path(
         "docs/",
-        SpectacularSwaggerView.as_view(
-            url_name="api:schema", template_name="ragsite/api_docs.html"
-        ),
+        SwaggerDocsView.as_view(url_name="api:schema", template_name="ragsite/api_docs.html"),
         name="docs",
     ),
-    path("docs/redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("docs/redoc/", RedocDocsView.as_view(url_name="api:schema"), name="redoc"),
     # collections and members
     path("collections", collections.CollectionListView.as_view(), name="collections"),
     path(COLLECTION, collections.CollectionDetailView.as_view(), name="collection"),

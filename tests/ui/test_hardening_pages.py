@@ -23,3 +23,64 @@ def test_a_nul_character_in_the_ask_form_is_a_clear_400(alice, ingested, field):
         page = response.content.decode()
         assert "The question was not asked" in page
         assert f"the {field} field: null characters are not allowed" in page
+
+
+# --- logins, passwords, Content-Security-Policy (item 9) --------------------------------
+
+
+def test_the_login_page_locks_a_username_out_after_five_wrong_passwords(client, user):
+    for _ in range(4):
+        wrong = client.post("/accounts/login/", {"username": "alice", "password": "nope"})
+        assert wrong.status_code == 200
+    locked = client.post("/accounts/login/", {"username": "alice", "password": "nope"})
+    assert locked.status_code == 429
+    right = client.post("/accounts/login/", {"username": "alice", "password": "pw-alice"})
+    assert right.status_code == 429
+    page = right.content.decode()
+    assert "Too many failed logins for this username" in page
+    assert int(right["Retry-After"]) > 0
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_admin_login_counts_towards_the_same_lockout(client, django_user_model):
+    django_user_model.objects.create_superuser(username="root", password="pw-root-long")
+    for _ in range(3):
+        client.post("/accounts/login/", {"username": "root", "password": "nope"})
+    for _ in range(2):
+        client.post("/admin/login/", {"username": "root", "password": "nope"})
+    locked = client.post("/admin/login/", {"username": "root", "password": "pw-root-long"})
+    assert locked.status_code == 429
+
+
+def test_pages_carry_a_content_security_policy_without_inline_scripts(alice, collection):
+    response = alice.get("/collections/handbook/")
+    policy = response["Content-Security-Policy"]
+    directives = {d.split()[0]: d.split()[1:] for d in policy.split(";") if d.strip()}
+    assert "'unsafe-inline'" not in directives["script-src"]
+    assert "'unsafe-eval'" not in directives["script-src"]
+    assert directives["frame-ancestors"] == ["'none'"]
+    assert directives["object-src"] == ["'none'"]
+
+
+def test_changing_the_password_checks_it_and_ends_the_api_token(alice, user):
+    from rest_framework.authtoken.models import Token
+
+    Token.objects.create(user=user)
+    form = alice.get("/accounts/password/").content.decode()
+    assert "be a commonly used password" in form
+    weak = alice.post(
+        "/accounts/password/",
+        {"old_password": "pw-alice", "new_password1": "password", "new_password2": "password"},
+    )
+    assert weak.status_code == 200
+    assert "This password is too common" in weak.content.decode()
+    assert Token.objects.filter(user=user).exists()
+    new = "quiet-harbour-lantern-47"
+    changed = alice.post(
+        "/accounts/password/",
+        {"old_password": "pw-alice", "new_password1": new, "new_password2": new},
+    )
+    assert changed.status_code == 302 and changed["Location"] == "/accounts/password/done/"
+    assert not Token.objects.filter(user=user).exists()
+    done = alice.get("/accounts/password/done/").content.decode()
+    assert "API token have ended" in done
