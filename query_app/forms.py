@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -21,6 +21,7 @@ from query_app.model_settings import (
 )
 from query_app.pipeline.profiles import default_profile_name, profile_stages
 from query_app.services import MissingPart, profile_names, profile_needs, profile_resolve
+from ragsite.web import BadInput
 
 RETRIEVAL_WORDS = {
     "vector": "vector search",
@@ -134,6 +135,33 @@ class AskForm(forms.Form):
                 note += f" To enable it, {part.enable}."
             notes.append(note)
         return notes
+
+
+class AskInput(forms.Form):
+    """The text fields of a posted ask form, read before the answering service sees them.
+
+    Django's text fields refuse NUL characters, which PostgreSQL cannot store or
+    compare: such a question or collection is a 400 with a sentence saying why
+    (``ask_input_check``), as the API answers it. Everything else (empty, too long,
+    unknown collection or profile) is the answering service's to judge.
+    """
+
+    collection = forms.CharField(required=False, strip=False)
+    question = forms.CharField(required=False, strip=False)
+    profile = forms.CharField(required=False, strip=False)
+    conversation = forms.CharField(required=False, strip=False)
+
+
+def ask_input_check(data: Mapping[str, Any]) -> None:
+    """Raise BadInput (a 400 page with the reason) when ``data`` holds what no question can."""
+    posted = AskInput({name: data.get(name, "") for name in AskInput.base_fields})
+    if not posted.is_valid():
+        problems = [
+            f"the {name} field: {str(message).rstrip('.').lower()}"
+            for name, messages in posted.errors.items()
+            for message in messages
+        ]
+        raise BadInput("The question was not asked: " + "; ".join(problems) + ".")
 
 
 class RerunForm(forms.Form):
