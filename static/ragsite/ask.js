@@ -10,6 +10,11 @@
   var question = form.querySelector("[name=question]");
   // The conversation page keeps every answer: each new one goes after the others.
   var append = area.hasAttribute("data-append");
+  // "Ask a follow-up" links to the conversation's box: ready to type (once the
+  // page has loaded, since going to the #follow-up fragment takes the focus away).
+  if (append && window.location.hash === "#follow-up") {
+    window.addEventListener("load", function () { question.focus(); });
+  }
 
   question.addEventListener("keydown", function (event) {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {

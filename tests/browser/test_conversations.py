@@ -38,6 +38,7 @@ def test_ask_follow_up_in_the_conversation_and_find_it_in_history(
     page.wait_for_url(f"{live_server.url}/conversations/{conversation.pk}/#follow-up")
     expect(page.get_by_role("heading", name=DISK, level=1)).to_be_visible()
     box = page.get_by_label("Follow-up question")
+    expect(box).to_be_focused()
     box.fill(FOLLOW_UP)
     page.get_by_role("button", name="Ask", exact=True).click()
 
