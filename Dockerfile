@@ -1,6 +1,8 @@
 # Production image: web (gunicorn) and worker (celery) share it.
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Web and worker processes load their models as they start (ragsite/warmup.py).
+ENV RAG_WARMUP=1
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends libmagic1 curl \
     && rm -rf /var/lib/apt/lists/*

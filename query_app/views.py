@@ -201,7 +201,13 @@ def _stream(request: HttpRequest, events: Iterator[Any]) -> Iterator[str]:
                 )
                 yield sse(
                     "step",
-                    {"stage": step.stage, "duration_ms": step.duration_ms, "summary": summary},
+                    {
+                        "stage": step.stage,
+                        "duration_ms": step.duration_ms,
+                        "summary": summary,
+                        "skipped": step.skipped,
+                        "warnings": step.warnings,
+                    },
                 )
             elif isinstance(event, ContextEvent):
                 yield sse("context", {"passages": len(event.citations)})

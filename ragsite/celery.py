@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import before_task_publish, celeryd_init
+from celery.signals import before_task_publish, celeryd_init, worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
 
@@ -33,3 +33,46 @@ def embedded_broker_folders_create(**_: Any) -> None:
     for key in BROKER_FOLDER_OPTIONS:
         if options.get(key):
             Path(options[key]).mkdir(parents=True, exist_ok=True)
+
+
+# A pool child loading its models before it reports "up" needs longer than the
+# 4 s Celery grants by default.
+WARMUP_PROC_ALIVE_TIMEOUT_S = 300.0
+
+
+@worker_init.connect
+def worker_models_warm(sender: Any = None, **_: Any) -> None:
+    """Load the models as the worker starts (settings.RAG["warmup"]), before it takes a task.
+
+    A prefork worker forks its pool children after this: they load their own
+    (``pool_child_models_warm``), since torch's thread pools do not survive a fork.
+    Threads and solo pools run tasks in this process, which loads them now.
+    """
+    from ragsite.warmup import models_warm, warmup_enabled
+
+    if not warmup_enabled():
+        return
+    if _is_prefork(getattr(sender, "pool_cls", None)):
+        app.conf.worker_proc_alive_timeout = max(
+            float(app.conf.worker_proc_alive_timeout or 0), WARMUP_PROC_ALIVE_TIMEOUT_S
+        )
+        return
+    models_warm()
+
+
+@worker_process_init.connect
+def pool_child_models_warm(**_: Any) -> None:
+    """A prefork pool child loads the models before it reports that it is up."""
+    from ragsite.warmup import models_warm, warmup_enabled
+
+    if warmup_enabled():
+        models_warm()
+
+
+def _is_prefork(pool_cls: Any) -> bool:
+    from celery import concurrency
+
+    if pool_cls is None:
+        return False
+    cls = concurrency.get_implementation(pool_cls) if isinstance(pool_cls, str) else pool_cls
+    return str(getattr(cls, "__module__", "")).endswith("concurrency.prefork")

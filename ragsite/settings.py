@@ -410,6 +410,10 @@ RAG: dict[str, Any] = {
         ],
     },
     "profile": env_str("RAG_PROFILE", "fast"),
+    # Load the embedder and any configured cross-encoder when a web or worker process
+    # starts (ragsite/warmup.py), so the first answer is as fast as the next. Off here
+    # (tests, manage.py commands); bin/start and the Docker image turn it on.
+    "warmup": env_bool("RAG_WARMUP", False),
     # Per-stage defaults; query_app.profiles overlays a preset, then these
     # overrides, then per-request values (see query_app/pipeline/options.py).
     "query": {

@@ -228,6 +228,12 @@ class CrossEncoderReranker:
     ) -> RerankResult:
         return rerank_cross_encoder(question, candidates, options=options)
 
+    def warm(self, options: RerankOptions) -> str:
+        """Load the model and score one pair, so the first question pays neither."""
+        scorer = load_cross_encoder(options.model, options.max_length)
+        scorer.predict([("warm-up", "warm-up")], batch_size=1)
+        return f"cross-encoder {scorer.name}"
+
 
 def rerank_cross_encoder(
     question: str, candidates: list[Candidate], *, options: RerankOptions
@@ -394,3 +400,16 @@ def reranker_gap(options: RerankOptions, *, chat_configured: bool) -> RerankerGa
         why = f"no chat model is configured for the {kind} reranker"
         return RerankerGap(kind, error, f"{kind} reranker has no chat model, skipped", why, enable)
     return None
+
+
+def reranker_warm(options: RerankOptions) -> str:
+    """Load (and run once) what the ``options.kind`` reranker loads; "" when it loads nothing.
+
+    Raises the reranker's ConfigurationError when its model is missing or broken.
+    """
+    reranker = RERANKERS.get(options.kind)()
+    warm = getattr(reranker, "warm", None)
+    if warm is None:
+        return ""
+    reranker.check(options)
+    return str(warm(options))

@@ -30,6 +30,71 @@
     return node;
   }
 
+  // Each profile's stages (a JSON script the page carries): listed as pending when
+  // the question is sent, ticked off with their key facts as the server reports them.
+  var plansNode = document.getElementById("profile-stages");
+  var plans = plansNode ? JSON.parse(plansNode.textContent) : {};
+
+  function stageItem(name) {
+    var item = el("li", "pending");
+    item.dataset.stage = name;
+    item.append(el("span", "mark", "○"), el("span", "name", name), el("span", "stage-facts", ""));
+    return item;
+  }
+
+  function progressList(profile) {
+    var list = el("ol", "progress-stages small");
+    list.setAttribute("aria-label", "Progress");
+    (plans[profile] || []).forEach(function (name) { list.append(stageItem(name)); });
+    return list;
+  }
+
+  // The first stage still pending is the one running now; the label names it.
+  function markRunning(list, label) {
+    var next = null;
+    Array.prototype.some.call(list.children, function (item) {
+      if (item.classList.contains("pending")) { next = item; }
+      return next !== null;
+    });
+    Array.prototype.forEach.call(list.querySelectorAll(".running"), function (item) {
+      item.classList.remove("running");
+    });
+    if (next) {
+      next.classList.add("running");
+      next.querySelector(".mark").textContent = "…";
+      label.textContent = "Working: " + next.dataset.stage + "…";
+    }
+  }
+
+  function markDone(list, data) {
+    var item = null;
+    Array.prototype.some.call(list.children, function (candidate) {
+      if (candidate.dataset.stage === data.stage && !candidate.classList.contains("done")) {
+        item = candidate;
+      }
+      return item !== null;
+    });
+    if (!item) {
+      // A stage the list did not name (a follow-up's condense) goes before those to come.
+      item = stageItem(data.stage);
+      var later = null;
+      Array.prototype.some.call(list.children, function (candidate) {
+        if (!candidate.classList.contains("done")) { later = candidate; }
+        return later !== null;
+      });
+      list.insertBefore(item, later);
+    }
+    item.className = data.skipped ? "done skipped" : "done";
+    item.querySelector(".mark").textContent = data.skipped ? "–" : "✓";
+    var facts = (data.summary || []).filter(Boolean);
+    facts.push(Math.round(data.duration_ms) + " ms");
+    item.querySelector(".stage-facts").textContent = facts.join(" · ");
+    if (data.warnings && data.warnings.length) {
+      var warn = el("span", "warn", "⚠ " + data.warnings.join("; "));
+      item.append(warn);
+    }
+  }
+
   function showError(message, into) {
     into = into || area;
     into.replaceChildren(el("p", "message error", message));
@@ -39,9 +104,11 @@
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     var card = el("article", "card answer-card");
-    var stages = el("ol", "stages small muted");
+    var stages = progressList(form.elements.profile ? form.elements.profile.value : "");
     var text = el("div", "answer streaming");
-    card.append(el("p", "label", "Working…"), stages, text);
+    var label = el("p", "label", "Working…");
+    card.append(label, stages, text);
+    markRunning(stages, label);
     var slot = area;
     if (append) { slot = el("div", "turn"); area.append(slot); }
     slot.replaceChildren(card);
@@ -49,12 +116,11 @@
 
     var handlers = {
       step: function (data) {
-        var line = data.stage + " · " + Math.round(data.duration_ms) + " ms";
-        if (data.summary && data.summary.length) { line += " · " + data.summary.join(" · "); }
-        stages.append(el("li", "", line));
+        markDone(stages, data);
+        markRunning(stages, label);
       },
       context: function (data) {
-        card.firstChild.textContent = data.passages + " passage(s) found; answering…";
+        label.textContent = data.passages + " passage(s) found; writing the answer…";
       },
       token: function (data) {
         if (data.reset) { text.textContent = ""; }

@@ -287,6 +287,44 @@ def test_the_stream_reports_stages_then_the_rendered_answer(alice, ingested):
     assert f"/history/{run.pk}/passages/1/" in done["html"]
 
 
+def test_the_ask_page_carries_each_profiles_stages_for_its_progress_list(alice, collection):
+    page = alice.get("/ask/?collection=handbook").content.decode()
+
+    script = re.search(r'<script id="profile-stages" type="application/json">(.+?)</script>', page)
+    assert script is not None
+    stages = json.loads(script.group(1))
+    assert set(stages) == {"fast", "balanced", "quality"}
+    assert stages["balanced"] == [
+        "transform",
+        "retrieve",
+        "fuse",
+        "rerank",
+        "assemble",
+        "generate",
+        "groundedness",
+    ]
+
+
+def test_each_streamed_step_says_what_it_did_was_skipped_and_warned(alice, ingested, rag_set):
+    rag_set("query.rerank.model", "")
+    events = events_of(
+        alice.post(
+            "/ask/stream/", {"collection": "handbook", "profile": "balanced", "question": DISK}
+        )
+    )
+
+    steps = {data["stage"]: data for name, data in events if name == "step"}
+    run = QueryRun.objects.get()
+    retrieve = next(s for s in run.trace if s["stage"] == "retrieve")
+    assert steps["retrieve"]["summary"][0] == f"{retrieve['details']['candidates']} candidates"
+    assert steps["retrieve"]["skipped"] is False and steps["retrieve"]["warnings"] == []
+    assert "cross-encoder skipped" in steps["rerank"]["summary"]
+    (warning,) = steps["rerank"]["warnings"]
+    assert warning.startswith("the cross-encoder reranker is not configured here")
+    assert steps["groundedness"]["skipped"] is True
+    assert steps["groundedness"]["summary"] == ["skipped: disabled by the profile"]
+
+
 def test_an_empty_question_in_the_stream_is_an_error_event(alice, ingested):
     response = alice.post("/ask/stream/", {"collection": "handbook", "question": " "})
 
