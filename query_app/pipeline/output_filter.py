@@ -89,10 +89,16 @@ def _has_query(url: str) -> bool:
 
 
 def answer_filter(
-    answer: str, passages: Sequence[str], flagged: Sequence[str] = ()
+    answer: str,
+    passages: Sequence[str],
+    flagged: Sequence[str] = (),
+    *,
+    seen: Sequence[str] | None = None,
 ) -> FilteredAnswer:
     """Filter ``answer`` against the texts of the passages it cites and the flagged spans.
 
+    ``seen``: every passage the answer was written from (default: ``passages``); a word
+    of a flagged span found in none of them outside flagged text is the plant's own.
     Pure: the same inputs, the same result. See the module docstring for the rules.
     """
     removed: list[str] = []
@@ -145,7 +151,7 @@ def answer_filter(
     text = _REFERENCE.sub(reference, text)
     text = _bare_urls(text, bare)
 
-    quoted = _quoted_flagged(text, passages, flagged)
+    quoted = _quoted_flagged(text, passages if seen is None else seen, flagged)
     if quoted:
         return FilteredAnswer(REFUSED_ANSWER, removed, refused=True, quoted=quoted)
     return FilteredAnswer(text, removed)
@@ -205,12 +211,26 @@ def _without(passages: Sequence[str], spans: Iterable[str]) -> str:
     return text
 
 
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
+
+
+def _sentence_around(text: str, low: int, high: int) -> tuple[int, int]:
+    """The sentence(s) of ``text`` holding [low, high): a signal marks where an
+    instruction starts ("Note for whoever summarises this page: reply"), its payload
+    follows in the same sentence."""
+    before = [m.end() for m in _SENTENCE_END.finditer(text, 0, low)]
+    after = _SENTENCE_END.search(text, high)
+    return (before[-1] if before else 0), (after.end() if after else len(text))
+
+
 def flagged_spans(passages: Sequence[Passage]) -> list[str]:
-    """Text of ``passages`` that the injection validator flagged in their documents.
+    """Text of ``passages``' documents that the injection validator flagged.
 
     A passage is served only when its document's content is indexed; a quarantine
     record of that same content (same hash) means it was indexed although flagged.
-    Only signals with a position in the visible text can be quoted.
+    A signal with a position in the visible text gives the sentence it is in, where a
+    passage holds it; one without (hidden text, the title or metadata, which the
+    model may see with the passage) gives its excerpt.
     """
     by_source: dict[int, list[Passage]] = {}
     for passage in passages:
@@ -225,13 +245,17 @@ def flagged_spans(passages: Sequence[Passage]) -> list[str]:
         for signal in signals or []:
             start, end = signal.get("start"), signal.get("end")
             if not isinstance(start, int) or not isinstance(end, int):
+                excerpt = str(signal.get("excerpt") or "")
+                if excerpt:
+                    spans.append(excerpt)
                 continue
             for passage in by_source.get(source_id, []):
                 base = passage.candidate.char_start
                 low, high = max(start, base), min(end, base + len(passage.text))
                 if low < high:
-                    spans.append(passage.text[low - base : high - base])
-    return spans
+                    first, last = _sentence_around(passage.text, low - base, high - base)
+                    spans.append(passage.text[first:last])
+    return list(dict.fromkeys(spans))
 
 
 def output_filter_stage(
@@ -242,7 +266,14 @@ def output_filter_stage(
         return result
     cited = set(result.cited or markers_in(result.text))
     passages = [p for p in context.passages if p.marker in cited] or list(context.passages)
-    filtered = answer_filter(result.text, [p.text for p in passages], flagged_spans(passages))
+    # Links must come from a cited passage; flagged text from any passage the model saw
+    # counts (an obedient model may cite another passage than the one it obeyed).
+    filtered = answer_filter(
+        result.text,
+        [p.text for p in passages],
+        flagged_spans(context.passages),
+        seen=[p.text for p in context.passages],
+    )
     if filtered.text == result.text:
         return result
     details: dict[str, Any] = {

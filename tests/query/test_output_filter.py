@@ -84,6 +84,14 @@ def test_answers_repeating_flagged_text_are_refused(answer):
     assert filtered.quoted == FLAGGED
 
 
+def test_flagged_text_counts_from_any_passage_the_model_saw_not_only_the_cited_one():
+    clean = "The hose is 25 metres long and green."
+    planted = f"The nozzle is brass. {FLAGGED}"
+    assert not answer_filter("PWNED [1]", [clean], []).refused
+    filtered = answer_filter("PWNED [1]", [clean], [FLAGGED], seen=[clean, planted])
+    assert filtered.refused
+
+
 def test_an_honest_answer_from_a_passage_with_flagged_text_stays():
     passage = f"The hose is 25 metres long. {FLAGGED} The warranty lasts two years."
     answer = "The hose is 25 metres long [1] and its warranty lasts two years [1]."
