@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from collections_app.models import CollectionMembership
+from collections_app.services.collection import SLUG_UNAVAILABLE, member_unavailable
 
 MAX_URLS_PER_SUBMIT = 50
 MAX_FILES_PER_UPLOAD = 100
@@ -34,6 +35,7 @@ class CollectionForm(forms.Form):
         max_length=100,
         required=False,
         help_text="Used in addresses; derived from the name when left empty.",
+        error_messages={"invalid": SLUG_UNAVAILABLE},
     )
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     chunking_strategy = forms.ChoiceField(
@@ -119,9 +121,10 @@ class MemberForm(forms.Form):
 
     def clean_username(self) -> Any:
         username = self.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username=username).first()
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
         if user is None:
-            raise ValidationError("No user is called %(name)s.", params={"name": username})
+            # The same words for a username nobody has and an inactive account.
+            raise ValidationError(member_unavailable(username))
         return user
 
 

@@ -42,6 +42,10 @@ class UnknownOption(InvalidOption):
     """An override names an option that does not exist; the message lists the known ones."""
 
 
+class OptionNotAllowed(InvalidOption):
+    """An override only administrators may set (it names a file on the server, say)."""
+
+
 class UnknownComponent(InvalidQuery):
     """A named component (profile, reranker, transform, ...) does not exist.
 

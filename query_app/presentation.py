@@ -18,7 +18,18 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from collections_app.highlight import MarkedSpan, mark_spans
+from collections_app.locations import location_shown
 from query_app.pipeline.stages import STAGES
+
+
+def citation_shown(citation: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored citation as pages and the API show it: a server path never in full.
+
+    The stored run keeps the source's location (evaluation matches it against its
+    references); people see it relative to its ingest root, or the file name.
+    """
+    return {**citation, "source": location_shown(str(citation.get("source", "")))}
+
 
 MARKER = re.compile(r"\[(\d{1,3})\]")
 

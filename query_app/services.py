@@ -174,7 +174,12 @@ def _query_prepare(
     limits = QueryLimits.from_settings()
     text = question_validate(request.question, limits=limits)
     name, options = options_resolve(
-        profile=request.profile, overrides=request.overrides, top_n=request.top_n, limits=limits
+        profile=request.profile,
+        overrides=request.overrides,
+        top_n=request.top_n,
+        limits=limits,
+        # Some options name files on the server: only administrators set them.
+        admin=bool(getattr(user, "is_superuser", False)),
     )
     options = options_with_saved_models(options)
     conversation, history = _conversation_history(user, request, target)

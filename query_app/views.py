@@ -46,7 +46,14 @@ from query_app.model_settings import (
 )
 from query_app.models import Conversation, QueryRun
 from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, TokenEvent
-from query_app.presentation import StageRow, answer_html, stage_summary, trace_html, trace_rows
+from query_app.presentation import (
+    StageRow,
+    answer_html,
+    citation_shown,
+    stage_summary,
+    trace_html,
+    trace_rows,
+)
 from query_app.selectors import (
     ConversationNotFound,
     QueryRunNotFound,
@@ -116,7 +123,11 @@ def source_url(run: QueryRun, citation: dict[str, Any]) -> str:
 
 def answer_view(run: QueryRun) -> AnswerView:
     citations = [
-        {**c, "passage_url": passage_url(run, c["marker"]), "source_url": source_url(run, c)}
+        {
+            **citation_shown(c),
+            "passage_url": passage_url(run, c["marker"]),
+            "source_url": source_url(run, c),
+        }
         for c in run.citations
     ]
     html = answer_html(
@@ -268,7 +279,7 @@ def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
     source_exists = query_run_source_exists(run, source_id=citation.get("source_id"))
     context = {
         "run": run,
-        "citation": citation,
+        "citation": citation_shown(citation),
         "source_url": source_url(run, citation) if source_exists else "",
     }
     if is_htmx(request):

@@ -11,10 +11,23 @@ from django.utils.text import slugify
 
 from collections_app.models import Collection, CollectionMembership
 from collections_app.search_index import vector_index_drop
+from collections_app.selectors import user_can
 
 
 class CollectionExists(Exception):
     """A collection with that slug already exists."""
+
+
+# Said of a slug that is malformed and of one that another user's collection holds
+# alike, so trying slugs tells nobody which collections exist.
+SLUG_UNAVAILABLE = (
+    "This slug cannot be used: choose another, made of letters, digits, hyphens or underscores."
+)
+
+
+def member_unavailable(username: str) -> str:
+    """Said alike of a username nobody has and of an account that cannot be given a role."""
+    return f"{username!r} cannot be given a role here: check the username."
 
 
 class LastAdmin(Exception):
@@ -46,8 +59,13 @@ def collection_create(
         raise ValueError("a collection needs a name made of letters or digits")
     strategy = chunking_strategy or settings.RAG["ingestion"]["default_chunking"]
     CHUNKERS.get(strategy)  # UnknownChunker for an unknown name
-    if Collection.objects.filter(slug=slug).exists():
-        raise CollectionExists(f"a collection with the slug {slug!r} already exists")
+    taken = Collection.objects.filter(slug=slug).first()
+    if taken is not None:
+        if user is not None and user_can(user, taken, "read"):
+            raise CollectionExists(
+                f"a collection with the slug {slug!r} already exists (you can open it)"
+            )
+        raise CollectionExists(SLUG_UNAVAILABLE)
     with transaction.atomic():
         collection = Collection.objects.create(
             name=name,

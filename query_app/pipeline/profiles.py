@@ -16,8 +16,14 @@ from typing import Any
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from query_app.exceptions import InvalidOption, TopNOutOfRange, UnknownProfile
-from query_app.pipeline.options import MAX_EF_SEARCH, QueryLimits, QueryOptions, options_build
+from query_app.exceptions import InvalidOption, OptionNotAllowed, TopNOutOfRange, UnknownProfile
+from query_app.pipeline.options import (
+    MAX_EF_SEARCH,
+    QueryLimits,
+    QueryOptions,
+    expand_dotted,
+    options_build,
+)
 from query_app.pipeline.types import STAGES
 from ragsite.registry import Registry
 
@@ -103,18 +109,46 @@ def _drop_cached_profiles(*, setting: str, **_: Any) -> None:
         profile_options.cache_clear()
 
 
+# Options a request may set only when an administrator asks: ``rerank.model`` names
+# a directory on the server to load (and its error would tell whether a path exists).
+# The deployment's models are set in settings or on the Model settings page.
+ADMIN_ONLY_OPTIONS = frozenset({"rerank.model"})
+
+
+def _leaf_names(layer: Mapping[str, Any], prefix: str = "") -> list[str]:
+    names = []
+    for key, value in layer.items():
+        name = f"{prefix}{key}"
+        names += _leaf_names(value, f"{name}.") if isinstance(value, Mapping) else [name]
+    return names
+
+
+def options_admin_only(overrides: Mapping[str, Any] | None) -> list[str]:
+    """The options among ``overrides`` (nested or dotted) that only administrators may set."""
+    names = _leaf_names(expand_dotted(overrides or {}))
+    return sorted(name for name in names if name in ADMIN_ONLY_OPTIONS)
+
+
 def options_resolve(
     *,
     profile: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     top_n: int | None = None,
     limits: QueryLimits | None = None,
+    admin: bool = True,
 ) -> tuple[str, QueryOptions]:
     """The profile's name and its options with the request's overrides applied.
 
-    Raises UnknownProfile, UnknownOption, InvalidOption (incl. TopNOutOfRange)
-    or one of the Unknown<Component> errors, each with a message for the user.
+    Raises UnknownProfile, UnknownOption, InvalidOption (incl. TopNOutOfRange and,
+    unless ``admin``, OptionNotAllowed for ADMIN_ONLY_OPTIONS) or one of the
+    Unknown<Component> errors, each with a message for the user.
     """
+    refused = [] if admin else options_admin_only(overrides)
+    if refused:
+        raise OptionNotAllowed(
+            f"option {', '.join(map(repr, refused))} can be set by administrators only; "
+            "the deployment's models are chosen on the Model settings page"
+        )
     name = (profile or default_profile_name()).strip().lower()
     limits = limits or QueryLimits.from_settings()
     base = profile_options(name)

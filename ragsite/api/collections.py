@@ -21,6 +21,7 @@ from collections_app.services import (
     collection_delete,
     membership_change,
 )
+from collections_app.services.collection import member_unavailable
 from ragsite.api.access import collection_for
 from ragsite.api.serializers import (
     COLLECTION_SCOPES,
@@ -189,10 +190,9 @@ class MemberDetailView(APIView):
     throttle_scope = "members"
 
     def _member(self, request: Request, slug: str, username: str) -> tuple[Any, Any]:
+        """The collection and the active user called ``username`` (None when there is none)."""
         collection = collection_for(request, slug, role="admin")
-        user = get_user_model().objects.filter(username=username).first()
-        if user is None:
-            raise NotFound(f"no user named {username!r}")
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
         return collection, user
 
     @extend_schema(
@@ -200,6 +200,8 @@ class MemberDetailView(APIView):
     )
     def put(self, request: Request, slug: str, username: str) -> Response:
         collection, user = self._member(request, slug, username)
+        if user is None:
+            raise NotFound(member_unavailable(username))
         params = MemberRoleSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         membership_change(collection=collection, user=user, role=params.validated_data["role"])
@@ -209,7 +211,8 @@ class MemberDetailView(APIView):
     @extend_schema(responses={204: None}, summary="Remove a member (admin)")
     def delete(self, request: Request, slug: str, username: str) -> Response:
         collection, user = self._member(request, slug, username)
-        if not collection.memberships.filter(user=user).exists():
+        # Whether the username exists or not, the answer is the same.
+        if user is None or not collection.memberships.filter(user=user).exists():
             raise NotFound(f"{username!r} is not a member of collection {slug!r}")
         membership_change(collection=collection, user=user, role=None)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
@@ -10,11 +12,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from query_app.models import QueryRun
+from query_app.presentation import citation_shown
 from query_app.selectors import query_run_get_for_user, query_runs_for_user
 from query_app.services import QueryRequest, query_answer
 from ragsite.api.access import collection_for
 
 TAG = ["query"]
+
+
+def run_payload(run: QueryRun) -> dict[str, Any]:
+    """The stored run as the API shows it: citations never carry a server's full path."""
+    payload = run.as_payload()
+    payload["citations"] = [citation_shown(c) for c in payload["citations"]]
+    return payload
 
 
 class QueryRequestSerializer(serializers.Serializer):
@@ -57,7 +67,10 @@ class QueryRequestSerializer(serializers.Serializer):
 class CitationSerializer(serializers.Serializer):
     marker = serializers.IntegerField()
     chunk_id = serializers.CharField()
-    source = serializers.CharField(help_text="The source's location (path, URL or upload:name).")
+    source = serializers.CharField(
+        help_text="Where the passage comes from: a URL, upload:name, or a file on the server "
+        "relative to its ingest root (its name when outside every root)."
+    )
     source_id = serializers.IntegerField()
     title = serializers.CharField()
     snippet = serializers.CharField()
@@ -152,7 +165,7 @@ class _AskView(APIView):
                 conversation=data["conversation"],
             ),
         )
-        return Response(run.as_payload())
+        return Response(run_payload(run))
 
 
 ASK_ERRORS = (
@@ -209,4 +222,4 @@ class QueryRunDetailView(APIView):
 
     @extend_schema(responses=QueryRunSerializer, summary="Retrieve a query run")
     def get(self, request: Request, pk: int) -> Response:
-        return Response(query_run_get_for_user(request.user, run_id=pk).as_payload())
+        return Response(run_payload(query_run_get_for_user(request.user, run_id=pk)))

@@ -19,6 +19,7 @@ from collections_app.models import (
     Source,
 )
 from collections_app.selectors import user_role
+from collections_app.services.collection import SLUG_UNAVAILABLE, member_unavailable
 
 MAX_LOCATIONS = 1000
 
@@ -79,6 +80,7 @@ class CollectionCreateSerializer(serializers.Serializer):
         required=False,
         allow_blank=True,
         help_text="Defaults to the slugified name.",
+        error_messages={"invalid": SLUG_UNAVAILABLE},
     )
     description = serializers.CharField(required=False, allow_blank=True, default="")
     chunking_strategy = serializers.CharField(
@@ -107,9 +109,10 @@ class MemberSetSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=CollectionMembership.Role.choices)
 
     def validate_username(self, value: str) -> Any:
-        user = get_user_model().objects.filter(username=value).first()
+        user = get_user_model().objects.filter(username=value, is_active=True).first()
         if user is None:
-            raise serializers.ValidationError(f"no user named {value!r}")
+            # The same words for a username nobody has and an inactive account.
+            raise serializers.ValidationError(member_unavailable(value))
         return user
 
 

@@ -48,8 +48,10 @@ def test_schema_validates_without_warnings_and_lists_every_endpoint(tmp_path):
     assert "tokenAuth" in schema["components"]["securitySchemes"]
 
 
-def test_schema_and_docs_are_served_without_login():
+def test_schema_and_docs_are_served_to_signed_in_users(user):
+    """Anonymous visitors get neither unless RAG_API_DOCS_PUBLIC (tests/api/test_hardening.py)."""
     client = APIClient()
+    client.force_authenticate(user)
     assert client.get("/api/schema/").status_code == 200
     docs = client.get("/api/docs/")
     assert docs.status_code == 200

@@ -162,7 +162,8 @@ def test_adding_an_unknown_user_is_a_form_error(alice, collection):
     response = alice.post("/collections/handbook/members/", {"username": "zed", "role": "read"})
 
     assert response.status_code == 200
-    assert b"No user is called zed" in response.content
+    # The same words as for an inactive account (tests/ui/test_hardening_pages.py).
+    assert b"&#x27;zed&#x27; cannot be given a role here" in response.content
 
 
 def test_forms_without_a_csrf_token_are_rejected(user, collection):

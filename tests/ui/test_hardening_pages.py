@@ -5,6 +5,8 @@ Every test here failed before its fix.
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 pytestmark = pytest.mark.django_db
@@ -84,3 +86,29 @@ def test_changing_the_password_checks_it_and_ends_the_api_token(alice, user):
     assert not Token.objects.filter(user=user).exists()
     done = alice.get("/accounts/password/done/").content.decode()
     assert "API token have ended" in done
+
+
+# --- small leaks (item 10) ---------------------------------------------------------------
+
+
+def test_the_members_page_answers_alike_for_unknown_and_inactive_usernames(
+    alice, collection, django_user_model
+):
+    django_user_model.objects.create_user(username="gone", password="pw-gone", is_active=False)
+    url = "/collections/handbook/members/"
+    unknown = html.unescape(
+        alice.post(url, {"username": "nobody", "role": "read"}).content.decode()
+    )
+    inactive = html.unescape(alice.post(url, {"username": "gone", "role": "read"}).content.decode())
+    assert "'nobody' cannot be given a role here: check the username." in unknown
+    assert "'gone' cannot be given a role here: check the username." in inactive
+    assert not collection.memberships.filter(user__username__in=["nobody", "gone"]).exists()
+
+
+def test_a_slug_another_user_holds_is_refused_like_a_malformed_one(bob, collection):
+    data = {"name": "Mine", "chunking_strategy": "recursive"}
+    taken = bob.post("/collections/new/", {**data, "slug": "handbook"}).content.decode()
+    malformed = bob.post("/collections/new/", {**data, "slug": "no good!"}).content.decode()
+    message = "This slug cannot be used: choose another"
+    assert message in taken and message in malformed
+    assert "already exists" not in taken
