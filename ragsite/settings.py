@@ -245,7 +245,8 @@ CACHES = {
     else {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "retrieval",
-        "OPTIONS": {"MAX_ENTRIES": env_int("RAG_RETRIEVAL_CACHE_ENTRIES", 500)},
+        # At most 256 entries of at most 128 KiB each (below): 32 MiB per process.
+        "OPTIONS": {"MAX_ENTRIES": env_int("RAG_RETRIEVAL_CACHE_ENTRIES", 256)},
     },
 }
 
@@ -433,7 +434,8 @@ RAG: dict[str, Any] = {
         "max_top_n": env_int("RAG_MAX_TOP_N", 50),
         "max_candidate_k": env_int("RAG_MAX_CANDIDATE_K", 1000),
         # A retrieval cache entry larger than this is not kept.
-        "max_cache_entry_bytes": env_int("RAG_RETRIEVAL_CACHE_ENTRY_BYTES", 256 * 1024),
+        # (a quality-profile entry of 100 candidates takes about 25 KiB).
+        "max_cache_entry_bytes": env_int("RAG_RETRIEVAL_CACHE_ENTRY_BYTES", 128 * 1024),
     },
     # Browser pages.
     "ui": {

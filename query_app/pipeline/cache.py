@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "rag:retrieval:v2:"
 CACHE_ALIAS = "retrieval"
-DEFAULT_MAX_ENTRY_BYTES = 256 * 1024
+DEFAULT_MAX_ENTRY_BYTES = 128 * 1024
 
 
 def retrieval_cache() -> BaseCache:
