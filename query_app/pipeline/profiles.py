@@ -110,9 +110,11 @@ def _drop_cached_profiles(*, setting: str, **_: Any) -> None:
 
 
 # Options a request may set only when an administrator asks: ``rerank.model`` names
-# a directory on the server to load (and its error would tell whether a path exists).
-# The deployment's models are set in settings or on the Model settings page.
-ADMIN_ONLY_OPTIONS = frozenset({"rerank.model"})
+# a directory on the server to load (and its error would tell whether a path exists);
+# ``generation.system_prompt`` replaces the grounded prompt (the rules that keep
+# passages as data and every claim cited). The deployment's models are set in settings
+# or on the Model settings page.
+ADMIN_ONLY_OPTIONS = frozenset({"rerank.model", "generation.system_prompt"})
 
 
 def _leaf_names(layer: Mapping[str, Any], prefix: str = "") -> list[str]:
