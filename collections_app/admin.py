@@ -33,14 +33,25 @@ class ChunkAdmin(admin.ModelAdmin):
     raw_id_fields = ("source",)
 
 
-@admin.register(models.CollectionManifest)
-class CollectionManifestAdmin(admin.ModelAdmin):
-    list_display = ("collection", "updated_at")
+@admin.register(models.ManifestEntry)
+class ManifestEntryAdmin(admin.ModelAdmin):
+    list_display = ("location", "collection", "content_hash", "updated_at")
+    list_filter = ("collection",)
+    search_fields = ("location",)
 
 
 @admin.register(models.IngestionJob)
 class IngestionJobAdmin(admin.ModelAdmin):
-    list_display = ("id", "collection", "status", "sources_done", "sources_total", "created_at")
+    list_display = (
+        "id",
+        "collection",
+        "status",
+        "sources_done",
+        "sources_total",
+        "attempts",
+        "heartbeat_at",
+        "created_at",
+    )
     list_filter = ("status", "collection")
 
 

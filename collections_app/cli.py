@@ -1,4 +1,9 @@
-"""``rag ingest``: ingest paths, globs, directories and URLs into a collection."""
+"""``rag ingest``: ingest paths, globs, directories and URLs into a collection.
+
+The command is the local operator: it may name any path the process can read
+(the web and the API are limited to ``RAG_INGEST_ROOTS``, see
+``collections_app.ingestion.server_paths``) and has no quota.
+"""
 
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ def handle_ingest(command: BaseCommand, **options: Any) -> None:
                 locations=options["sources"],
                 chunking=options["chunking"],
                 reindex=options["reindex"],
+                operator=True,
             )
             if options["as_json"]:
                 command.stdout.write(json.dumps({"job_id": job.pk, "status": job.status}))
@@ -62,6 +68,8 @@ def handle_ingest(command: BaseCommand, **options: Any) -> None:
             locations=options["sources"],
             chunking=options["chunking"],
             reindex=options["reindex"],
+            operator=True,
+            foreground=True,
         )
         report = ingestion_job_execute(job=job)
     except (IngestionError, CollectionExists, ValueError) as exc:

@@ -91,6 +91,15 @@ class CollectionMembership(models.Model):
         return f"{self.user} {self.role} {self.collection}"
 
 
+def source_upload_path(instance: Source, filename: str) -> str:
+    """Where an uploaded file is stored: a folder per collection, ``uploads/<collection id>/``.
+
+    Keeps each collection's files apart on disk, so a collection's folder holds
+    nothing of another one's (and goes with it).
+    """
+    return f"uploads/{int(instance.collection_id)}/{filename}"
+
+
 class Source(models.Model):
     """One document of a collection: a file path, a URL or an uploaded file."""
 
@@ -113,7 +122,7 @@ class Source(models.Model):
     # The glob / directory the source was listed from; re-listing it removes
     # the sources that no longer match.
     origin_pattern = models.TextField(blank=True)
-    file = models.FileField(upload_to="uploads/%Y/%m/", blank=True)
+    file = models.FileField(upload_to=source_upload_path, max_length=300, blank=True)
     kind = models.CharField(max_length=20, blank=True)
     mime = models.CharField(max_length=100, blank=True)
     title = models.CharField(max_length=500, blank=True)
@@ -186,20 +195,35 @@ class Chunk(models.Model):
         return f"{self.source_id}#{self.ordinal}"
 
 
-class CollectionManifest(models.Model):
-    """Per-collection record of what was ingested, with which settings.
+class ManifestEntry(models.Model):
+    """What one source location of a collection was last ingested from, and with which settings.
 
-    ``data`` maps a source location to its content hash, chunker settings and
-    embedding profile. It is a plain JSON document on purpose: a corrupt or
-    missing manifest degrades to a full ingestion, never a crash.
+    One row per source, written as soon as that source is stored, so a run that
+    stops half-way keeps what it finished and concurrent runs on one collection
+    never overwrite each other's entries. A malformed entry only means that
+    source is ingested again, never a crash.
     """
 
-    collection = models.OneToOneField(Collection, on_delete=models.CASCADE, related_name="manifest")
-    data = models.JSONField(default=dict, blank=True)
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="manifest_entries"
+    )
+    location = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    # The chunker's settings fingerprint and the embedding profile.
+    chunker = models.JSONField(default=dict)
+    embedding = models.JSONField(default=dict)
     updated_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "location"], name="uniq_manifest_entry_location"
+            )
+        ]
+        verbose_name_plural = "manifest entries"
+
     def __str__(self) -> str:
-        return f"manifest of {self.collection}"
+        return f"{self.location} ({self.content_hash[:12]})"
 
 
 class IngestionJob(models.Model):
@@ -229,12 +253,27 @@ class IngestionJob(models.Model):
     error = models.TextField(blank=True)
     # Idempotency key for form double-submits and API retries.
     request_key = models.CharField(max_length=64, blank=True, db_index=True)
+    # Bytes of the sources this job read (unchanged ones excluded), and the bytes
+    # of its uploads not read yet: together they count against the daily quota.
+    bytes_ingested = models.BigIntegerField(default=0)
+    bytes_reserved = models.BigIntegerField(default=0)
+    # The process running the job ("host:pid") and its last sign of life; a job
+    # whose heartbeat stops is resumed (or failed, after ``attempts`` tries).
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the current attempt started (a resumed job starts again).
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            # Workers look for queued jobs, and for running ones whose worker stopped.
+            models.Index(fields=["status", "created_at"], name="job_status_created"),
+            models.Index(fields=["created_by", "created_at"], name="job_user_created"),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.pk} ({self.status})"

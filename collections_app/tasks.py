@@ -1,4 +1,8 @@
-"""Background ingestion on Celery workers."""
+"""Background ingestion on Celery workers.
+
+A message only wakes a worker: the jobs themselves wait in the job table,
+and the worker runs them fairest first (``collections_app.services.jobs``).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,27 @@ from celery import shared_task
 
 from collections_app.ingestion.types import IngestionError
 from collections_app.models import IngestionJob
-from collections_app.services import ingestion_job_execute
+from collections_app.services import ingestion_job_execute, ingestion_jobs_drain
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, acks_late=True, max_retries=2, default_retry_delay=10)
+@shared_task(bind=True, acks_late=True, ignore_result=True)
 def ingestion_job_run_task(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
-    """Run ingestion job ``job_id``; a vanished job is logged and ignored."""
+    """Run queued ingestion jobs, fairest first, until none is left.
+
+    ``job_id`` names the job whose submission sent this message (0: none). On a
+    worker it is one of the jobs the drain runs, in its fair turn; run eagerly
+    (in the caller's process, tests and ``CELERY_TASK_ALWAYS_EAGER``) only that
+    job runs. A vanished job is logged and ignored; a failed job is recorded on
+    its row, so nothing is retried here.
+    """
+    if not self.request.is_eager:
+        ingestion_jobs_drain()
+        return
+    if not job_id:
+        ingestion_jobs_drain()
+        return
     job = IngestionJob.objects.select_related("collection", "created_by").filter(pk=job_id).first()
     if job is None:
         logger.warning("ingestion job %s no longer exists", job_id)

@@ -51,9 +51,11 @@ from collections_app.services import (
     Intake,
     LastAdmin,
     OriginalUnavailable,
+    QuotaExceeded,
     collection_create,
     collection_delete,
     collection_update,
+    ingestion_job_refresh,
     membership_change,
     quarantine_review,
     source_download_name,
@@ -285,13 +287,17 @@ def _intake_view(
             for error in errors:
                 messages.error(request, f"{refused}: {error}")
         return redirect("collections:detail", slug=slug)
-    intake = accept(
-        collection=collection,
-        user=request.user,
-        chunking=form.cleaned_data["chunking"],
-        request_key=form.cleaned_data["request_key"],
-        **{items: form.cleaned_data[items]},
-    )
+    try:
+        intake = accept(
+            collection=collection,
+            user=request.user,
+            chunking=form.cleaned_data["chunking"],
+            request_key=form.cleaned_data["request_key"],
+            **{items: form.cleaned_data[items]},
+        )
+    except QuotaExceeded as exc:
+        messages.error(request, f"{refused}: {exc}")
+        return redirect("collections:detail", slug=slug)
     _report_intake(request, intake)
     if items == "urls" and intake.refused and not intake.repeated:
         # Nothing typed is lost: the refused addresses wait in the form, to correct.
@@ -323,6 +329,8 @@ def collection_add_urls(request: HttpRequest, slug: str) -> HttpResponse:
 def job_detail(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     collection = _collection(request, slug)
     job = get_object_or_404(collection.jobs.select_related("created_by"), pk=job_id)
+    # A job whose worker died is resumed (or failed) now, not shown running forever.
+    job = ingestion_job_refresh(job=job)
     context = {"collection": collection, "panel": job_panel(job)}
     if is_htmx(request):
         if job.is_finished:
@@ -416,9 +424,13 @@ def source_reingest_view(request: HttpRequest, slug: str, source_id: int) -> Htt
     source = get_object_or_404(collection.sources, pk=source_id)
     if not _allowed(request, collection, "write"):
         return redirect("collections:source", slug=slug, source_id=source_id)
-    intake = source_reingest(
-        source=source, user=request.user, request_key=request.POST.get("request_key", "")[:64]
-    )
+    try:
+        intake = source_reingest(
+            source=source, user=request.user, request_key=request.POST.get("request_key", "")[:64]
+        )
+    except QuotaExceeded as exc:
+        messages.error(request, f"Not re-ingested: {exc}")
+        return redirect("collections:source", slug=slug, source_id=source_id)
     _report_intake(request, intake)
     return _after_intake(slug, intake)
 

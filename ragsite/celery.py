@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import before_task_publish, celeryd_init, worker_init, worker_process_init
+from celery.signals import (
+    before_task_publish,
+    celeryd_init,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+    worker_shutting_down,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+
+logger = logging.getLogger(__name__)
 
 app = Celery("ragsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -76,3 +87,52 @@ def _is_prefork(pool_cls: Any) -> bool:
         return False
     cls = concurrency.get_implementation(pool_cls) if isinstance(pool_cls, str) else pool_cls
     return str(getattr(cls, "__module__", "")).endswith("concurrency.prefork")
+
+
+# --- ingestion jobs: recovery after a worker death --------------------------------
+
+
+@worker_ready.connect
+def ingestion_jobs_watch(**_: Any) -> None:
+    """As a worker starts: recover jobs a dead worker left, then keep checking.
+
+    Celery beat is not part of every deployment (``bin/start`` runs none), so
+    each worker checks by itself from a daemon thread: running jobs whose
+    worker went silent are resumed or failed, and waiting jobs get a worker
+    woken for them (their message may have died with the old worker).
+    """
+    thread = threading.Thread(target=_watch_jobs, name="ingestion-jobs-watch", daemon=True)
+    thread.start()
+
+
+@worker_shutting_down.connect
+def ingestion_jobs_release(**_: Any) -> None:
+    """A stopping worker's jobs stop between two sources and go back to the queue."""
+    from collections_app.services.jobs import worker_stopping
+
+    worker_stopping.set()
+
+
+def _watch_jobs() -> None:
+    from django.db import DatabaseError, connection
+
+    from collections_app.services import ingestion_jobs_reconcile
+    from collections_app.services.jobs import JobTiming, worker_stopping
+
+    while not worker_stopping.is_set():
+        try:
+            outcome = ingestion_jobs_reconcile()
+            if outcome.resumed or outcome.failed:
+                logger.warning(
+                    "ingestion jobs whose worker stopped: resumed %s, failed %s",
+                    outcome.resumed,
+                    outcome.failed,
+                )
+        except DatabaseError as exc:  # the database is down: try again next time
+            logger.warning("could not check the ingestion jobs: %s", exc)
+        except Exception:
+            logger.exception("checking the ingestion jobs failed")
+        finally:
+            # No connection is held between checks (nor inherited by a forked child).
+            connection.close()
+        worker_stopping.wait(JobTiming.from_settings().reconcile_s)

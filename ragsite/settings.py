@@ -123,6 +123,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # After authentication: turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",
+    # Last, so it sees a view's exception first: a lost database answers 503.
+    "ragsite.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "ragsite.urls"
@@ -394,6 +396,11 @@ RAG: dict[str, Any] = {
         "url_max_bytes": env_int("RAG_URL_MAX_BYTES", 20 * 1024 * 1024),
         "url_max_redirects": env_int("RAG_URL_MAX_REDIRECTS", 5),
         "allow_private_urls": env_bool("RAG_ALLOW_PRIVATE_URLS", False),
+        # Folders whose files superusers may name as server paths through the web or
+        # the API (comma-separated); the demo corpus always. Never the application's
+        # own data, code or secrets, even inside one of them. ``rag ingest`` (the
+        # local operator) may read any path.
+        "roots": [*env_list("RAG_INGEST_ROOTS"), str(BASE_DIR / "demo_corpus")],
         # What happens to "suspicious" (not "rejected") content: "hold" or "index".
         "suspicious_policy": env_str("RAG_SUSPICIOUS_POLICY", "hold"),
         "upsert_batch_size": env_int("RAG_UPSERT_BATCH_SIZE", 500),
@@ -409,6 +416,23 @@ RAG: dict[str, Any] = {
             {"kind": "ollama", "url": "http://127.0.0.1:11434"},
             {"kind": "llama.cpp", "url": "http://127.0.0.1:8080"},
         ],
+    },
+    # Per-user budgets, over the last 24 hours; 0 = unlimited. Superusers and the
+    # CLI are exempt. Bytes: what the user's jobs read (uploads count when sent).
+    "quotas": {
+        "bytes_per_day": env_int("RAG_QUOTA_BYTES_PER_DAY", 2 * 1024**3),
+        "chunks_per_day": env_int("RAG_QUOTA_CHUNKS_PER_DAY", 100_000),
+        # Jobs queued or running at once.
+        "concurrent_jobs": env_int("RAG_QUOTA_CONCURRENT_JOBS", 20),
+    },
+    # Background ingestion jobs: a running job's worker writes a heartbeat; one
+    # silent for ``stale_s`` is resumed where it stopped, at most ``max_attempts``
+    # times in all, then failed with the reason. Workers check every ``reconcile_s``.
+    "jobs": {
+        "heartbeat_s": env_float("RAG_JOB_HEARTBEAT_S", 10.0),
+        "stale_s": env_float("RAG_JOB_STALE_S", 60.0),
+        "max_attempts": env_int("RAG_JOB_MAX_ATTEMPTS", 3),
+        "reconcile_s": env_float("RAG_JOB_RECONCILE_S", 30.0),
     },
     "profile": env_str("RAG_PROFILE", "fast"),
     # Load the embedder and any configured cross-encoder when a web or worker process

@@ -1,9 +1,18 @@
-"""The per-collection incremental manifest.
+"""The per-collection incremental manifest: one entry per source location.
 
-An entry per source location: {"content_hash", "chunker", "embedding"}. A source
-whose entry matches what this run would produce is skipped at zero embedding
-cost. The manifest is advisory: if it is missing or corrupt the run simply
-ingests everything again (and says so in the report), never crashes.
+An entry records the content hash, chunker settings and embedding profile a
+source was last ingested with; a source whose entry matches what this run would
+produce is skipped at zero embedding cost.
+
+Entries are rows (:class:`~collections_app.models.ManifestEntry`), written the
+moment a source is stored or held and deleted the moment it is removed. So a
+run that stops half-way (a killed worker, a database outage) keeps the entries
+of every source it finished, and a re-run only does what is missing; and two
+runs on one collection each write their own rows, never a stale copy of the
+whole manifest over the other's.
+
+The manifest is advisory: a malformed entry only means its source is ingested
+again (and the report says so), never a crash.
 """
 
 from __future__ import annotations
@@ -11,20 +20,29 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from collections_app.models import Collection, CollectionManifest
+from collections_app.models import Collection, ManifestEntry
 
 logger = logging.getLogger(__name__)
 
-ENTRY_KEYS = {"content_hash", "chunker", "embedding"}
-
 
 class Manifest:
-    """In-memory view of a collection's manifest, written back at the end of a run."""
+    """A collection's entries as read at the start of a run; ``record``/``forget`` write through."""
 
-    def __init__(self, entries: dict[str, dict[str, Any]], *, trusted: bool, problem: str = ""):
+    def __init__(
+        self,
+        entries: dict[str, dict[str, Any]],
+        *,
+        collection_id: int | None = None,
+        trusted: bool = True,
+        problem: str = "",
+        unusable: int = 0,
+    ):
         self.entries = entries
+        self.collection_id = collection_id
+        # False when some entries could not be read: those sources are ingested again.
         self.trusted = trusted
         self.problem = problem
+        self.unusable = unusable
 
     def is_unchanged(
         self,
@@ -36,8 +54,7 @@ class Manifest:
     ) -> bool:
         entry = self.entries.get(location)
         return bool(
-            self.trusted
-            and entry
+            entry
             and entry.get("content_hash") == content_hash
             and entry.get("chunker") == chunker
             and entry.get("embedding") == embedding
@@ -51,45 +68,61 @@ class Manifest:
         chunker: dict[str, Any],
         embedding: dict[str, Any],
     ) -> None:
-        self.entries[location] = {
+        """Remember what ``location`` was ingested from, in memory and in the database."""
+        entry = {"content_hash": content_hash, "chunker": chunker, "embedding": embedding}
+        self.entries[location] = entry
+        if self.collection_id is not None:
+            ManifestEntry.objects.update_or_create(
+                collection_id=self.collection_id, location=location, defaults=entry
+            )
+
+    def forget(self, location: str) -> None:
+        """Drop ``location``'s entry (its source was removed)."""
+        self.entries.pop(location, None)
+        if self.collection_id is not None:
+            ManifestEntry.objects.filter(
+                collection_id=self.collection_id, location=location
+            ).delete()
+
+
+def manifest_load(*, collection: Collection) -> Manifest:
+    """Read the collection's entries; malformed ones are left out (their sources re-ingested)."""
+    entries: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    rows = ManifestEntry.objects.filter(collection=collection).values_list(
+        "location", "content_hash", "chunker", "embedding"
+    )
+    for location, content_hash, chunker, embedding in rows:
+        problem = _check(content_hash, chunker, embedding)
+        if problem:
+            problems.append(f"{problem} for {location!r}")
+            continue
+        entries[location] = {
             "content_hash": content_hash,
             "chunker": chunker,
             "embedding": embedding,
         }
-
-    def forget(self, location: str) -> None:
-        self.entries.pop(location, None)
-
-
-def manifest_load(*, collection: Collection) -> Manifest:
-    """Read and check the manifest; an unusable one yields an untrusted, empty manifest."""
-    row = CollectionManifest.objects.filter(collection=collection).first()
-    if row is None:
-        return Manifest({}, trusted=True)
-    data = row.data
-    problem = _check(data)
-    if problem:
-        logger.warning("manifest of %s is unusable (%s): full ingestion", collection.slug, problem)
-        return Manifest({}, trusted=False, problem=problem)
-    return Manifest(dict(data["entries"]), trusted=True)
-
-
-def manifest_save(*, collection: Collection, manifest: Manifest) -> None:
-    """Write the manifest back (replacing a corrupt one)."""
-    CollectionManifest.objects.update_or_create(
-        collection=collection, defaults={"data": {"version": 1, "entries": manifest.entries}}
+    if problems:
+        logger.warning(
+            "manifest of %s has %d unusable entries (%s): those sources are ingested again",
+            collection.slug,
+            len(problems),
+            problems[0],
+        )
+    return Manifest(
+        entries,
+        collection_id=int(collection.pk),
+        trusted=not problems,
+        problem=problems[0] if problems else "",
+        unusable=len(problems),
     )
 
 
-def _check(data: Any) -> str:
-    if not isinstance(data, dict) or data.get("version") != 1:
-        return "unknown format or version"
-    entries = data.get("entries")
-    if not isinstance(entries, dict):
-        return "entries missing"
-    for location, entry in entries.items():
-        if not isinstance(entry, dict) or not set(entry) >= ENTRY_KEYS:
-            return f"malformed entry for {location!r}"
-        if not isinstance(entry["content_hash"], str):
-            return f"malformed content hash for {location!r}"
+def _check(content_hash: Any, chunker: Any, embedding: Any) -> str:
+    if not isinstance(content_hash, str) or len(content_hash) != 64:
+        return "malformed content hash"
+    if not isinstance(chunker, dict) or not chunker:
+        return "malformed chunker settings"
+    if not isinstance(embedding, dict) or not embedding:
+        return "malformed embedding profile"
     return ""

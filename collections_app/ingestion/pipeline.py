@@ -3,6 +3,13 @@
 Every source is fault-isolated: an error in one gives it a failed status with
 the reason and the run goes on. Embedding is batched across sources so the
 model sees full batches even when documents are small.
+
+What a run finishes is kept as it goes: each source's chunks, its manifest
+entry and the collection's index version are committed together, one source
+at a time. A run that stops (a killed worker, a lost database) is resumed by
+running it again: the sources it finished are unchanged and cost nothing. A
+lost database stops the run instead of failing every remaining source, since
+none of them is at fault.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db.models import F
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from collections_app.embedding import Embedder, get_embedder
 from collections_app.ingestion import storage
@@ -23,7 +30,7 @@ from collections_app.ingestion.chunking import CHUNKERS
 from collections_app.ingestion.fetch import fetch_url, read_path
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders import load_document
-from collections_app.ingestion.manifest import Manifest, manifest_load, manifest_save
+from collections_app.ingestion.manifest import Manifest, manifest_load
 from collections_app.ingestion.quarantine import quarantine_policy_apply
 from collections_app.ingestion.report import IngestionReport, SourceOutcome
 from collections_app.ingestion.storage import (
@@ -44,7 +51,23 @@ from collections_app.search_index import collection_term_stats_refresh, vector_i
 
 logger = logging.getLogger(__name__)
 
-ProgressCallback = Callable[[IngestionReport, str], None]
+# Database failures that stop the whole run (the server is gone or the
+# connection broke): no source is at fault, and the run is resumed later.
+DATABASE_LOST = (OperationalError, InterfaceError)
+
+# Chunks embedded between two progress reports while a large source is embedded.
+EMBED_PROGRESS_CHUNKS = 128
+
+# Told what changed: the run (its report and running figures) and a message.
+ProgressCallback = Callable[["IngestionRun", str], None]
+# (bytes this run has read, chunks it has cut) -> why they pass a quota, or "".
+QuotaCheck = Callable[[int, int], str]
+# A server path -> why it may not be read, or "".
+PathPolicy = Callable[[str], str]
+
+
+class RunInterrupted(Exception):
+    """The run was asked to stop between two sources; what it finished is kept."""
 
 
 @dataclass
@@ -79,6 +102,15 @@ class IngestionRun:
     # Documents whose validation a reviewer already settled (quarantine approval).
     skip_validation: bool = False
     flush_chunks: int = 256
+    # Per-user budgets (None: no limit), consulted before a source costs anything.
+    quota: QuotaCheck | None = None
+    # Which server paths may be read (None: any, for the local operator's CLI).
+    path_policy: PathPolicy | None = None
+    # Asked between sources and embedding batches; True stops the run (RunInterrupted).
+    should_stop: Callable[[], bool] | None = None
+    # Outcomes of an earlier, interrupted attempt of the same job, by location:
+    # a source it finished is unchanged now but keeps its outcome in the report.
+    carried: dict[str, SourceOutcome] = field(default_factory=dict)
     report: IngestionReport = field(init=False)
 
     def __post_init__(self) -> None:
@@ -100,10 +132,17 @@ class IngestionRun:
         self.manifest: Manifest = manifest_load(collection=self.collection)
         if not self.manifest.trusted:
             self.report.warnings.append(
-                f"manifest unusable ({self.manifest.problem}): every source is ingested again"
+                f"manifest unusable for {self.manifest.unusable} source(s) "
+                f"({self.manifest.problem}): they are ingested again"
             )
         self._pending: list[_Pending] = []
         self._changed = False
+        # The collection's index version after this run's last change.
+        self._version = 0
+        # Running figures the progress callback and the quota read.
+        self.bytes_loaded = 0
+        self.chunks_admitted = 0
+        self.embedded_in_flush = 0
 
     def _check_profile(self) -> None:
         recorded = self.collection.embedding_profile
@@ -124,6 +163,7 @@ class IngestionRun:
         started = time.perf_counter()
         items = list(items)
         for item in items:
+            self._check_stop()
             self._process(item)
             if sum(len(p.drafts) for p in self._pending) >= self.flush_chunks:
                 self._flush()
@@ -179,12 +219,11 @@ class IngestionRun:
                 if item.origin_pattern and source.origin_pattern != item.origin_pattern:
                     source.origin_pattern = item.origin_pattern
                 if self._unchanged(source, content_hash):
-                    outcome.status = "unchanged"
-                    outcome.kind = source.kind
-                    if source.status == Source.Status.QUARANTINED:
-                        outcome.reason = "unchanged; still awaiting review in the quarantine"
+                    self._unchanged_outcome(outcome, source)
                     self._notify(f"unchanged {item.location}")
                     return
+                self._check_quota(more_bytes=len(raw.data))
+                self.bytes_loaded += len(raw.data)
                 self._provenance(source, raw, content_hash)
                 doc = load_document(raw, limits=self.limits)
             outcome.kind = doc.kind
@@ -203,22 +242,27 @@ class IngestionRun:
                 if held:
                     outcome.status = "quarantined"
                     outcome.reason = held
-                    self._forget_chunks(source)
-                    self.manifest.record(
-                        item.location,
-                        content_hash=content_hash,
-                        chunker=self.fingerprint,
-                        embedding=self.profile,
-                    )
+                    with transaction.atomic():
+                        self._forget_chunks(source)
+                        self.manifest.record(
+                            item.location,
+                            content_hash=content_hash,
+                            chunker=self.fingerprint,
+                            embedding=self.profile,
+                        )
                     self._notify(f"quarantined {item.location}")
                     return
             with self._stage("chunk"):
                 drafts = self.chunker.chunk(doc)
             if not drafts:
                 raise IngestionError("no chunks were produced from the extracted text")
+            self._check_quota(more_chunks=len(drafts))
+            self.chunks_admitted += len(drafts)
             self._pending.append(_Pending(source, doc, drafts, content_hash, outcome))
         except IngestionError as exc:
             self._fail(source, outcome, str(exc))
+        except DATABASE_LOST:
+            raise
         except Exception as exc:  # one bad source never stops the others
             logger.exception("unexpected error ingesting %s", item.location)
             self._fail(source, outcome, f"unexpected error: {type(exc).__name__}: {exc}")
@@ -226,6 +270,12 @@ class IngestionRun:
     def _read(self, item: WorkItem) -> RawSource:
         if item.origin == Source.Origin.URL:
             return fetch_url(item.location, limits=self.limits)
+        if item.origin == Source.Origin.PATH and self.path_policy is not None:
+            refusal = self.path_policy(item.location)
+            if refusal:
+                raise IngestionError(refusal)
+            # Read what the check resolved (symlinks, ..), not the name again.
+            return read_path(Path(item.location).resolve(), limits=self.limits)
         if item.origin == Source.Origin.UPLOAD:
             assert item.source is not None
             if not item.source.file:
@@ -248,6 +298,35 @@ class IngestionRun:
             chunker=self.fingerprint,
             embedding=self.profile,
         )
+
+    def _unchanged_outcome(self, outcome: SourceOutcome, source: Source) -> None:
+        earlier = self.carried.get(outcome.location)
+        if earlier is not None and earlier.status in {"ingested", "quarantined"}:
+            # Finished by an earlier attempt of this job: its outcome stands.
+            outcome.status = earlier.status
+            outcome.reason = earlier.reason
+            outcome.chunks_written = earlier.chunks_written
+            outcome.embeddings_computed = earlier.embeddings_computed
+            outcome.verdict = earlier.verdict
+            outcome.signals = list(earlier.signals)
+            outcome.warnings = list(earlier.warnings)
+            outcome.kind = earlier.kind or source.kind
+            return
+        outcome.status = "unchanged"
+        outcome.kind = source.kind
+        if source.status == Source.Status.QUARANTINED:
+            outcome.reason = "unchanged; still awaiting review in the quarantine"
+
+    def _check_quota(self, *, more_bytes: int = 0, more_chunks: int = 0) -> None:
+        if self.quota is None:
+            return
+        refusal = self.quota(self.bytes_loaded + more_bytes, self.chunks_admitted + more_chunks)
+        if refusal:
+            raise IngestionError(refusal)
+
+    def _check_stop(self) -> None:
+        if self.should_stop is not None and self.should_stop():
+            raise RunInterrupted("the run was asked to stop")
 
     def _provenance(self, source: Source, raw: RawSource, content_hash: str) -> None:
         Provenance.objects.create(
@@ -290,13 +369,16 @@ class IngestionRun:
             return
         texts = [d.text for p in pending for d in p.drafts]
         try:
-            with self._stage("embed"):
-                vectors = self.embedder.encode(texts)
+            vectors = self._embed(texts, pending)
+        except (RunInterrupted, *DATABASE_LOST):
+            raise
         except Exception as exc:
             logger.exception("embedding failed")
             for p in pending:
                 self._fail(p.source, p.outcome, f"embedding failed: {exc}")
             return
+        finally:
+            self.embedded_in_flush = 0
         offset = 0
         for p in pending:
             rows = vectors[offset : offset + len(p.drafts)]
@@ -304,6 +386,8 @@ class IngestionRun:
             try:
                 with self._stage("upsert"):
                     self._upsert(p, rows)
+            except DATABASE_LOST:
+                raise
             except Exception as exc:
                 logger.exception("storing chunks of %s failed", p.source.location)
                 self._fail(p.source, p.outcome, f"storing chunks failed: {exc}")
@@ -311,23 +395,45 @@ class IngestionRun:
             p.outcome.status = "ingested"
             p.outcome.chunks_written = len(p.drafts)
             p.outcome.embeddings_computed = len(p.drafts)
+            self._notify(f"ingested {p.source.location}")
+
+    def _embed(self, texts: list[str], pending: list[_Pending]) -> Any:
+        """Embed ``texts`` in steps, reporting progress (and heeding a stop) between them."""
+        import numpy as np
+
+        if len(texts) <= EMBED_PROGRESS_CHUNKS:
+            with self._stage("embed"):
+                return self.embedder.encode(texts)
+        names = ", ".join(p.source.display_name for p in pending[:3])
+        if len(pending) > 3:
+            names += f" and {len(pending) - 3} more"
+        parts = []
+        for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
+            self._check_stop()
+            with self._stage("embed"):
+                parts.append(self.embedder.encode(texts[start : start + EMBED_PROGRESS_CHUNKS]))
+            self.embedded_in_flush = min(len(texts), start + EMBED_PROGRESS_CHUNKS)
+            self._notify(f"embedding {names}: {self.embedded_in_flush} of {len(texts)} passages")
+        return np.concatenate(parts)
+
+    def _upsert(self, p: _Pending, vectors: Any) -> None:
+        # The chunks, the manifest entry and the index version commit together:
+        # a run stopped after this point never redoes this source.
+        with transaction.atomic():
+            chunks_replace(
+                collection=self.collection,
+                source=p.source,
+                content_hash=p.content_hash,
+                drafts=p.drafts,
+                vectors=vectors,
+            )
             self.manifest.record(
                 p.source.location,
                 content_hash=p.content_hash,
                 chunker=self.fingerprint,
                 embedding=self.profile,
             )
-            self._notify(f"ingested {p.source.location}")
-
-    def _upsert(self, p: _Pending, vectors: Any) -> None:
-        chunks_replace(
-            collection=self.collection,
-            source=p.source,
-            content_hash=p.content_hash,
-            drafts=p.drafts,
-            vectors=vectors,
-        )
-        self._changed = True
+            self._index_changed()
 
     # --- removal, failure, finish ---------------------------------------------------
     def _remove_vanished(self, pattern: str, seen: set[str]) -> None:
@@ -344,15 +450,29 @@ class IngestionRun:
                     source_id=source.pk,
                 )
             )
-            self.manifest.forget(source.location)
-            source.delete()
-            self._changed = True
+            with transaction.atomic():
+                self.manifest.forget(source.location)
+                source.delete()
+                self._index_changed()
 
     def _forget_chunks(self, source: Source) -> None:
         deleted, _ = Chunk.objects.filter(source=source).delete()
         if deleted:
-            self._changed = True
+            self._index_changed()
         Source.objects.filter(pk=source.pk).update(chunk_count=0)
+
+    def _index_changed(self) -> None:
+        """Bump the collection's index version (caches key on it) as part of the change."""
+        with connection.cursor() as cur:
+            cur.execute(
+                "UPDATE collections_app_collection SET index_version = index_version + 1 "
+                "WHERE id = %s RETURNING index_version",
+                [self.collection.pk],
+            )
+            row = cur.fetchone()
+        self._changed = True
+        if row is not None:
+            self._version = max(self._version, int(row[0]))
 
     def _fail(self, source: Source | None, outcome: SourceOutcome, reason: str) -> None:
         outcome.status = "failed"
@@ -366,7 +486,6 @@ class IngestionRun:
         self._notify(f"failed {outcome.location}")
 
     def _finish(self) -> None:
-        manifest_save(collection=self.collection, manifest=self.manifest)
         update: dict[str, Any] = {}
         if self.collection.embedding_profile != self.profile and (
             self._changed or not self.collection.embedding_model
@@ -378,19 +497,20 @@ class IngestionRun:
             )
         if self.chunking and self.chunking != self.collection.chunking_strategy:
             update["chunking_strategy"] = self.chunking
-        if self._changed:
-            update["index_version"] = F("index_version") + 1
         if update:
             for key, value in update.items():
                 setattr(self.collection, key, value)
             self.collection.save(update_fields=[*update, "updated_at"])
-            self.collection.refresh_from_db(fields=["index_version"])
+        self.collection.refresh_from_db(fields=["index_version"])
         if self._changed or self.reindex:
-            self._drop_stale_dimensions()
+            if self.reindex:
+                # Only a reindex can change the model, hence the vector size.
+                self._drop_stale_dimensions()
             vector_index_ensure(
                 collection_id=self.collection.pk, dimensions=int(self.profile["dimensions"])
             )
-            collection_term_stats_refresh(collection=self.collection)
+            # Skipped when a concurrent run's refresh already covered this run's changes.
+            collection_term_stats_refresh(collection=self.collection, covering=self._version)
             if self.report.chunks_written >= storage.ANALYZE_AFTER_CHUNKS:
                 storage.chunk_statistics_refresh()
         self.report.index_version = self.collection.index_version
@@ -411,7 +531,7 @@ class IngestionRun:
 
     def _notify(self, message: str) -> None:
         if self.progress is not None:
-            self.progress(self.report, message)
+            self.progress(self, message)
 
 
 class _StageTimer:

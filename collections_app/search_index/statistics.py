@@ -5,6 +5,11 @@ across the collection; BM25 needs each lexeme's document frequency and the
 average document length. They are recomputed from the chunks' tsvectors after
 every ingestion that changed chunks: the frequencies into the TermStat rows,
 the collection-wide figures into ``Collection.keyword_stats``.
+
+Runs on one collection may finish at the same moment: a transaction-scoped
+advisory lock per collection makes their refreshes take turns, and a refresh
+that finds the statistics already cover its changes (``covering``: the index
+version its last change produced) does nothing.
 """
 
 from __future__ import annotations
@@ -42,16 +47,38 @@ class TermStats:
         return self.chunks == 0 or self.avg_lexemes <= 0
 
 
-def term_stats_refresh(*, collection_id: int) -> dict[str, float]:
-    """Recompute the collection's TermStat rows and ``keyword_stats``; return the stats."""
+# The advisory lock's first key: "term statistics" (the second is the collection id).
+STATS_LOCK_CLASS = 0x7465726D
+
+
+def term_stats_refresh(*, collection_id: int, covering: int | None = None) -> dict[str, Any]:
+    """Recompute the collection's TermStat rows and ``keyword_stats``; return the stats.
+
+    With ``covering`` (an index version), a refresh that finds the stored
+    statistics computed at that version or later leaves them as they are.
+    """
     cid = int(collection_id)
     with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [STATS_LOCK_CLASS, cid])
+        # Read after the lock: a refresh that finished meanwhile is visible now.
+        cur.execute(
+            "SELECT index_version, keyword_stats FROM collections_app_collection WHERE id = %s",
+            [cid],
+        )
+        row = cur.fetchone()
+        if row is None:
+            return {}
+        version, stored = int(row[0]), _stored(row[1])
+        if covering is not None and int(stored.get("version", -1)) >= covering:
+            return stored
         cur.execute("DELETE FROM collections_app_termstat WHERE collection_id = %s", [cid])
-        # ts_stat takes the query as text; cid is an int, so inlining is safe.
+        # ts_stat takes the query as text; cid is an int, so inlining is safe. The
+        # conflict clause keeps a refresh correct even without the lock's turn-taking.
         cur.execute(
             "INSERT INTO collections_app_termstat (collection_id, lexeme, ndoc) "
             "SELECT %s, word, ndoc FROM ts_stat("
-            f"'SELECT search_vector FROM collections_app_chunk WHERE collection_id = {cid}')",
+            f"'SELECT search_vector FROM collections_app_chunk WHERE collection_id = {cid}') "
+            "ON CONFLICT (collection_id, lexeme) DO UPDATE SET ndoc = EXCLUDED.ndoc",
             [cid],
         )
         cur.execute(
@@ -60,7 +87,7 @@ def term_stats_refresh(*, collection_id: int) -> dict[str, float]:
             [cid],
         )
         chunks, avg_lexemes = cur.fetchone() or (0, 0)
-        stats = {"chunks": int(chunks), "avg_lexemes": float(avg_lexemes)}
+        stats = {"chunks": int(chunks), "avg_lexemes": float(avg_lexemes), "version": version}
         cur.execute(
             "UPDATE collections_app_collection SET keyword_stats = %s::jsonb WHERE id = %s",
             [json.dumps(stats), cid],
@@ -68,9 +95,20 @@ def term_stats_refresh(*, collection_id: int) -> dict[str, float]:
     return stats
 
 
-def collection_term_stats_refresh(*, collection: Collection) -> dict[str, float]:
-    """Recompute TermStat rows and ``collection.keyword_stats``; return the stats."""
-    stats = term_stats_refresh(collection_id=int(collection.pk))
+def _stored(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value if isinstance(value, dict) else {}
+
+
+def collection_term_stats_refresh(
+    *, collection: Collection, covering: int | None = None
+) -> dict[str, Any]:
+    """Recompute TermStat rows and ``collection.keyword_stats``; return the stats.
+
+    ``covering``: see :func:`term_stats_refresh`.
+    """
+    stats = term_stats_refresh(collection_id=int(collection.pk), covering=covering)
     collection.keyword_stats = stats
     return stats
 

@@ -15,10 +15,14 @@ from collections_app.services.collection import (
 )
 from collections_app.services.jobs import (
     collection_ingest,
+    ingestion_job_claim,
     ingestion_job_create,
     ingestion_job_enqueue,
     ingestion_job_execute,
     ingestion_job_for_request,
+    ingestion_job_refresh,
+    ingestion_jobs_drain,
+    ingestion_jobs_reconcile,
     work_items_for,
 )
 from collections_app.services.quarantine import (
@@ -28,6 +32,7 @@ from collections_app.services.quarantine import (
     quarantine_reject,
     quarantine_review,
 )
+from collections_app.services.quotas import QuotaExceeded
 from collections_app.services.sources import (
     Intake,
     OriginalFile,
@@ -50,6 +55,7 @@ __all__ = [
     "LastAdmin",
     "OriginalFile",
     "OriginalUnavailable",
+    "QuotaExceeded",
     "RefusedFile",
     "ReviewError",
     "ReviewOutcome",
@@ -58,10 +64,14 @@ __all__ = [
     "collection_index_bump",
     "collection_ingest",
     "collection_update",
+    "ingestion_job_claim",
     "ingestion_job_create",
     "ingestion_job_enqueue",
     "ingestion_job_execute",
     "ingestion_job_for_request",
+    "ingestion_job_refresh",
+    "ingestion_jobs_drain",
+    "ingestion_jobs_reconcile",
     "location_refusal",
     "membership_change",
     "membership_set",

@@ -34,17 +34,15 @@ def quarantine_approve(*, item: QuarantineItem, reviewer: User) -> IngestionRepo
     source = item.source
     run = IngestionRun(collection=item.collection, user=reviewer, skip_validation=True)
     report = run.run_stored([source])
-    from collections_app.ingestion.manifest import manifest_load, manifest_save
+    from collections_app.ingestion.manifest import manifest_load
 
     if report.sources and report.sources[0].status == "ingested":
-        manifest = manifest_load(collection=item.collection)
-        manifest.record(
+        manifest_load(collection=item.collection).record(
             source.location,
             content_hash=item.content_hash,
             chunker=run.fingerprint,
             embedding=run.profile,
         )
-        manifest_save(collection=item.collection, manifest=manifest)
     return report
 
 

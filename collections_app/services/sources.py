@@ -26,10 +26,12 @@ from collections_app.ingestion.detect import MIME_BY_KIND, detect_kind
 from collections_app.ingestion.fetch import read_path
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders.base import format_bytes
+from collections_app.ingestion.server_paths import server_path_refusal
 from collections_app.ingestion.types import IngestionError, RawSource
 from collections_app.models import Collection, IngestionJob, Source
 from collections_app.services.collection import collection_index_bump
 from collections_app.services.jobs import ingestion_job_enqueue, ingestion_job_for_request
+from collections_app.services.quotas import quota_submission_check
 
 
 @dataclass
@@ -204,15 +206,13 @@ def source_original_open(*, source: Source) -> OriginalFile:
 
 def source_remove(*, source: Source) -> None:
     """Remove a source, its chunks and its manifest entry."""
-    from collections_app.ingestion.manifest import manifest_load, manifest_save
+    from collections_app.ingestion.manifest import manifest_load
 
     collection = source.collection
-    manifest = manifest_load(collection=collection)
-    manifest.forget(source.location)
+    manifest_load(collection=collection).forget(source.location)
     if source.file:
         source.file.delete(save=False)
     source.delete()
-    manifest_save(collection=collection, manifest=manifest)
     collection_index_bump(collection_id=collection.pk)
     from collections_app.search_index import collection_term_stats_refresh
 
@@ -255,6 +255,7 @@ def uploads_accept(
 
     Refused files are reported with their reason; the others are ingested. A
     repeated ``request_key`` returns the first submission's job and stores nothing.
+    Raises :class:`QuotaExceeded` (nothing stored) past the user's budgets.
     """
     limits = IngestionLimits.from_settings()
     with transaction.atomic():
@@ -262,12 +263,19 @@ def uploads_accept(
         if earlier is not None:
             return Intake(job=earlier, created=False)
         intake = Intake()
-        sources: list[Source] = []
+        acceptable: list[UploadedFile] = []
         for upload in files:
             reason = upload_refusal(upload=upload, limits=limits)
             if reason:
                 intake.refused.append(RefusedFile(name=Path(upload.name or "").name, reason=reason))
                 continue
+            acceptable.append(upload)
+        upload_bytes = sum(upload.size or 0 for upload in acceptable)
+        if acceptable:
+            # Before a byte is stored: a refused upload leaves nothing behind.
+            quota_submission_check(user=user, upload_bytes=upload_bytes)
+        sources: list[Source] = []
+        for upload in acceptable:
             source = source_upload_create(collection=collection, upload=upload, user=user)
             sources.append(source)
             intake.accepted.append(source.display_name)
@@ -278,6 +286,7 @@ def uploads_accept(
                 source_ids=[s.pk for s in sources],
                 chunking=chunking or None,
                 request_key=request_key,
+                upload_bytes=upload_bytes,
             )
     return intake
 
@@ -287,10 +296,11 @@ _LOOKS_LIKE_HOST = re.compile(r"^(?:www\.)?[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?:[:/?
 
 
 def location_refusal(location: str, *, allow_paths: bool = False) -> RefusedFile | None:
-    """Why ``location`` cannot be added (None if it can): web addresses, or paths for staff.
+    """Why ``location`` cannot be added (None if it can): web addresses, or paths for superusers.
 
     Only http(s) addresses are fetched; a server path, directory or glob is read
-    from the server's disk, so only callers that allow it (staff) may name one.
+    from the server's disk, so only callers that allow it (superusers) may name one,
+    and only inside the allowed roots (``server_paths``).
     """
     if len(location) > MAX_LOCATION_CHARS:
         return RefusedFile(
@@ -310,7 +320,9 @@ def location_refusal(location: str, *, allow_paths: bool = False) -> RefusedFile
             "address",
         )
     if allow_paths:
-        return None
+        # Even then only inside the folders opened for it (RAG_INGEST_ROOTS).
+        outside = server_path_refusal(location)
+        return RefusedFile(location, outside, "path") if outside else None
     if _LOOKS_LIKE_HOST.match(location):
         return RefusedFile(
             location, f"{location}: not a web address; did you mean https://{location} ?", "path"
@@ -318,7 +330,7 @@ def location_refusal(location: str, *, allow_paths: bool = False) -> RefusedFile
     return RefusedFile(
         location,
         f"{location}: not an http(s) address; server paths, directories and globs can only "
-        "be added by staff users (upload the file instead)",
+        "be added by superusers (upload the file instead)",
         "path",
     )
 
@@ -336,8 +348,8 @@ def urls_accept(
 
     Each refused address is reported with its reason while the good ones go
     ahead (no job when none is good). ``allow_paths`` lets server paths, directories
-    and globs through too (staff). A repeated ``request_key`` returns the first
-    submission's job.
+    and globs inside the allowed roots through too (superusers). A repeated
+    ``request_key`` returns the first submission's job.
     """
     intake = Intake()
     accepted: list[str] = []

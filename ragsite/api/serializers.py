@@ -201,7 +201,8 @@ class LocationsSerializer(serializers.Serializer):
         allow_empty=False,
         max_length=MAX_LOCATIONS,
         help_text=(
-            "http(s) URLs (write role), or server paths, directories and globs (staff users only)."
+            "http(s) URLs (write role), or server paths, directories and globs (superusers "
+            "only, inside the folders in RAG_INGEST_ROOTS)."
         ),
     )
     chunking = serializers.CharField(max_length=50, required=False, allow_blank=True, default="")
@@ -240,6 +241,8 @@ class IngestionJobSerializer(serializers.ModelSerializer):
             "created_at",
             "started_at",
             "finished_at",
+            "attempts",
+            "heartbeat_at",
         ]
         read_only_fields = fields
 

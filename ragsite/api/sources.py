@@ -15,7 +15,9 @@ from rest_framework.views import APIView
 from collections_app.models import IngestionJob, Source
 from collections_app.services import (
     Intake,
+    QuotaExceeded,
     RefusedFile,
+    ingestion_job_refresh,
     source_reingest,
     source_remove,
     uploads_accept,
@@ -50,16 +52,21 @@ JOBS = ["ingestion jobs"]
 def _nothing_accepted(refused: list[RefusedFile]) -> Exception:
     """The error when no location of a request could be added.
 
-    Server paths from a user who is not staff are a permission problem (403);
+    Server paths from a user who is not a superuser, or outside the folders
+    opened for them (RAG_INGEST_ROOTS), are a permission problem (403);
     anything else wrong with the addresses is bad input (400).
     """
-    paths = [r.name for r in refused if r.code == "path"]
+    paths = [r for r in refused if r.code == "path"]
     if paths:
-        return PermissionDenied(
-            "server paths, directories and globs can only be added by staff users; "
-            f"upload the files instead: {', '.join(paths[:5])}"
-        )
+        return PermissionDenied("; ".join(r.reason for r in paths[:5]))
     return ValidationError({"locations": [r.reason for r in refused]})
+
+
+def _quota_refused(exc: QuotaExceeded) -> Response:
+    """429: the user's ingestion budget does not allow this (the message says which)."""
+    return Response(
+        {"detail": str(exc), "code": "quota_exceeded"}, status=status.HTTP_429_TOO_MANY_REQUESTS
+    )
 
 
 def _job_started(intake: Intake) -> Response:
@@ -99,7 +106,11 @@ class SourceUploadView(APIView):
     @extend_schema(
         request={"multipart/form-data": UploadSerializer},
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={202: UploadResultSerializer, 400: UploadResultSerializer},
+        responses={
+            202: UploadResultSerializer,
+            400: UploadResultSerializer,
+            429: OpenApiTypes.OBJECT,
+        },
         summary="Upload files and start an ingestion job",
         description=(
             "Files over the upload limit are refused, each with its reason, while the "
@@ -111,13 +122,16 @@ class SourceUploadView(APIView):
         key = request_key(request)
         params = UploadSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        intake = uploads_accept(
-            collection=collection,
-            files=params.validated_data["files"],
-            user=request.user,
-            chunking=params.validated_data["chunking"] or None,
-            request_key=key,
-        )
+        try:
+            intake = uploads_accept(
+                collection=collection,
+                files=params.validated_data["files"],
+                user=request.user,
+                chunking=params.validated_data["chunking"] or None,
+                request_key=key,
+            )
+        except QuotaExceeded as exc:
+            return _quota_refused(exc)
         data = {
             "job": IngestionJobSerializer(intake.job).data if intake.job else None,
             "sources": SourceSerializer(_job_sources(intake.job), many=True).data,
@@ -135,19 +149,20 @@ class SourceUploadView(APIView):
 
 @extend_schema(tags=SOURCES)
 class SourceLocationsView(APIView):
-    """Add web pages by URL (write role) or server paths and globs (staff) via one job."""
+    """Add web pages by URL (write role) or server paths and globs (superusers) via one job."""
 
     throttle_scope = "upload"
 
     @extend_schema(
         request=LocationsSerializer,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={202: JobStartedSerializer},
+        responses={202: JobStartedSerializer, 429: OpenApiTypes.OBJECT},
         summary="Add URLs or server paths and start an ingestion job",
         description=(
             "Each location is checked on its own: the acceptable ones start one job and "
             "every refused one is listed in `refused` with its reason. When none is "
-            "acceptable the answer is 400 (403 for server paths from a user who is not staff)."
+            "acceptable the answer is 400 (403 for server paths from a user who is not a "
+            "superuser, or outside the folders opened for them in RAG_INGEST_ROOTS)."
         ),
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -155,14 +170,17 @@ class SourceLocationsView(APIView):
         key = request_key(request)
         params = LocationsSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        intake = urls_accept(
-            collection=collection,
-            urls=params.validated_data["locations"],
-            user=request.user,
-            chunking=params.validated_data["chunking"] or None,
-            request_key=key,
-            allow_paths=request.user.is_staff,
-        )
+        try:
+            intake = urls_accept(
+                collection=collection,
+                urls=params.validated_data["locations"],
+                user=request.user,
+                chunking=params.validated_data["chunking"] or None,
+                request_key=key,
+                allow_paths=request.user.is_superuser,
+            )
+        except QuotaExceeded as exc:
+            return _quota_refused(exc)
         if intake.job is None:
             raise _nothing_accepted(intake.refused)
         return _job_started(intake)
@@ -211,14 +229,18 @@ class SourceReingestView(APIView):
     @extend_schema(
         request=None,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={202: JobStartedSerializer},
+        responses={202: JobStartedSerializer, 429: OpenApiTypes.OBJECT},
         summary="Re-ingest one source",
     )
     def post(self, request: Request, slug: str, pk: int) -> Response:
         collection = collection_for(request, slug, role="write")
         key = request_key(request)
         source = object_or_404(collection.sources, pk=pk, what="source", collection=collection)
-        return _job_started(source_reingest(source=source, user=request.user, request_key=key))
+        try:
+            intake = source_reingest(source=source, user=request.user, request_key=key)
+        except QuotaExceeded as exc:
+            return _quota_refused(exc)
+        return _job_started(intake)
 
 
 @extend_schema(tags=JOBS)
@@ -247,4 +269,5 @@ class JobDetailView(APIView):
             what="ingestion job",
             collection=collection,
         )
-        return Response(IngestionJobSerializer(job).data)
+        # A job whose worker died is resumed (or failed) now, not shown running forever.
+        return Response(IngestionJobSerializer(ingestion_job_refresh(job=job)).data)

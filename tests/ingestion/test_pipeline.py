@@ -8,7 +8,7 @@ from django.db import connection
 from collections_app.ingestion.types import EmbeddingProfileDrift, UnknownChunker
 from collections_app.models import (
     Chunk,
-    CollectionManifest,
+    ManifestEntry,
     Provenance,
     QuarantineItem,
     Source,
@@ -45,7 +45,8 @@ def test_ingesting_a_directory_stores_chunks_with_offsets_and_embeddings(collect
     collection.refresh_from_db()
     assert collection.embedding_model == "all-MiniLM-L6-v2"
     assert collection.embedding_dimensions == 384
-    assert collection.index_version == 1
+    # Each stored source bumps the version caches key on, as it commits.
+    assert collection.index_version == 3
     kinds = dict(Source.objects.values_list("location", "kind"))
     assert kinds[str(corpus / "faq.html")] == "html"
     assert kinds[str(corpus / "prices.csv")] == "csv"
@@ -54,6 +55,8 @@ def test_ingesting_a_directory_stores_chunks_with_offsets_and_embeddings(collect
 def test_unchanged_source_costs_no_embeddings(collection, corpus):
     collection_ingest(collection=collection, locations=[str(corpus)])
     ids_before = set(Chunk.objects.values_list("id", flat=True))
+    collection.refresh_from_db()
+    version_before = collection.index_version
 
     report = collection_ingest(collection=collection, locations=[str(corpus)]).as_dict()
 
@@ -61,7 +64,7 @@ def test_unchanged_source_costs_no_embeddings(collection, corpus):
     assert report["embeddings_computed"] == 0
     assert set(Chunk.objects.values_list("id", flat=True)) == ids_before
     collection.refresh_from_db()
-    assert collection.index_version == 1
+    assert collection.index_version == version_before
 
 
 def analyze_count() -> int:
@@ -130,7 +133,7 @@ def test_reindex_re_embeds_every_source(collection, corpus):
 
 def test_corrupt_manifest_degrades_to_full_ingestion(collection, corpus):
     collection_ingest(collection=collection, locations=[str(corpus)])
-    CollectionManifest.objects.filter(collection=collection).update(data={"entries": "garbage"})
+    ManifestEntry.objects.filter(collection=collection).update(chunker="garbage")
 
     report = collection_ingest(collection=collection, locations=[str(corpus)]).as_dict()
 

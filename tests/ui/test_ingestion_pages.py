@@ -426,3 +426,16 @@ def test_a_pdf_without_a_title_is_listed_by_its_file_name(
     row = page.split("<tbody>")[1].split("</tr>")[0]
     assert ">harbour-fees-2024</a>" in row
     assert "untitled" not in page.lower()
+
+
+def test_an_upload_past_the_users_job_budget_is_refused_with_a_message(alice, collection, rag_set):
+    rag_set("quotas", {"bytes_per_day": 0, "chunks_per_day": 0, "concurrent_jobs": 1})
+    first = post_upload(alice, [upload("install.md", INSTALL)])
+    assert "Ingesting 1 document in the background" in first.content.decode()
+
+    second = post_upload(alice, [upload("refunds.md", REFUNDS)])
+
+    page = html.unescape(second.content.decode())
+    assert "Upload not started: you already have 1 ingestion job queued or running" in page
+    assert IngestionJob.objects.count() == 1
+    assert not Source.objects.filter(location="upload:refunds.md").exists()
