@@ -204,14 +204,22 @@ def test_a_cited_passage_opens_in_place_and_links_to_the_highlighted_source(alic
 
     body = fragment.content.decode()
     assert body.strip().startswith("<aside")
-    assert html.escape(first["snippet"][:40]) in body
+    # The preview marks the cited sentence itself, with some text around it.
+    (span,) = first["spans"]
+    preview = body.split('<mark id="cited-sentence"')[1].split(">", 1)[1].split("</mark>")[0]
+    assert html.unescape(preview) == span["text"]
     assert f"score {first['score']:.3f}" in body
     source = Source.objects.get(pk=first["source_id"])
-    link = f"/collections/handbook/sources/{source.pk}/?chunk={first['chunk_id']}#cited"
+    link = (
+        f"/collections/handbook/sources/{source.pk}/?chunk={first['chunk_id']}"
+        f"&amp;start={span['char_start']}&amp;end={span['char_end']}#cited"
+    )
     assert f'href="{link}"' in body
-    page = alice.get(link.split("#")[0]).content.decode()
+    page = alice.get(html.unescape(link).split("#")[0]).content.decode()
     marked = page.split('<mark id="cited"')[1].split(">", 1)[1].split("</mark>")[0]
-    assert html.unescape(marked) == source.text[first["char_start"] : first["char_end"]]
+    # Only the sentence is highlighted in the document, not the whole passage.
+    assert html.unescape(marked) == source.text[span["char_start"] : span["char_end"]]
+    assert html.unescape(marked) == span["text"]
 
     full = alice.get(f"/history/{run.pk}/passages/1/")
     assert b"<html" in full.content and b"Passage [1]" in full.content
