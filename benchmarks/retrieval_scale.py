@@ -189,7 +189,7 @@ def time_mode(
 ) -> list[float]:
     from django.contrib.auth import get_user_model
 
-    from query_app.services import query_answer
+    from query_app.services import QueryRequest, query_answer
 
     user = get_user_model().objects.filter(
         is_superuser=True
@@ -198,20 +198,24 @@ def time_mode(
     timings = []
     query_answer(
         user=user,
-        collection=collection,
-        question=queries[0],
-        overrides=overrides,
-        retrieval_only=retrieval_only,
+        request=QueryRequest(
+            collection=collection,
+            question=queries[0],
+            overrides=overrides,
+            retrieval_only=retrieval_only,
+        ),
         store=False,
     )
     for q in queries:
         started = time.perf_counter()
         query_answer(
             user=user,
-            collection=collection,
-            question=q,
-            overrides=overrides,
-            retrieval_only=retrieval_only,
+            request=QueryRequest(
+                collection=collection,
+                question=q,
+                overrides=overrides,
+                retrieval_only=retrieval_only,
+            ),
             store=False,
         )
         timings.append((time.perf_counter() - started) * 1000)

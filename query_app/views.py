@@ -50,6 +50,7 @@ from query_app.presentation import (
     StageRow,
     answer_html,
     citation_shown,
+    passage_preview,
     stage_summary,
     trace_html,
     trace_rows,
@@ -61,6 +62,7 @@ from query_app.selectors import (
     conversation_turns,
     conversations_search_for_user,
     query_run_get_for_user,
+    query_run_passage_text,
     query_run_source_exists,
 )
 from query_app.services import (
@@ -113,12 +115,16 @@ def passage_url(run: QueryRun, marker: int) -> str:
 
 
 def source_url(run: QueryRun, citation: dict[str, Any]) -> str:
-    """The source page scrolled to the cited span (highlighted there)."""
+    """The source page scrolled to the cited sentence (or passage), highlighted there."""
     url = reverse(
         "collections:source",
         kwargs={"slug": run.collection.slug, "source_id": citation.get("source_id") or 0},
     )
-    return f"{url}?chunk={quote(str(citation.get('chunk_id', '')))}#cited"
+    query = f"chunk={quote(str(citation.get('chunk_id', '')))}"
+    spans = [s for s in citation.get("spans") or [] if "char_start" in s and "char_end" in s]
+    if spans:
+        query += f"&start={int(spans[0]['char_start'])}&end={int(spans[-1]['char_end'])}"
+    return f"{url}?{query}#cited"
 
 
 def answer_view(run: QueryRun) -> AnswerView:
@@ -277,10 +283,13 @@ def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
     if citation is None:
         raise Http404("No such citation")
     source_exists = query_run_source_exists(run, source_id=citation.get("source_id"))
+    text = query_run_passage_text(run, chunk_id=str(citation.get("chunk_id", "")))
     context = {
         "run": run,
         "citation": citation_shown(citation),
         "source_url": source_url(run, citation) if source_exists else "",
+        # The cited sentence(s) highlighted with some context; the snippet otherwise.
+        "preview": passage_preview(text, citation.get("spans") or []) if text else None,
     }
     if is_htmx(request):
         return render(request, "query/passage.html#passage", context)

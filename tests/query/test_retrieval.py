@@ -12,7 +12,7 @@ from query_app.exceptions import EmbeddingProfileMismatch
 from query_app.pipeline.keyword import code_parts, keyword_query_parse, keyword_search
 from query_app.pipeline.options import RetrievalOptions
 from query_app.pipeline.retrieval import collection_embedder, retrieve_probe, rrf_scores
-from query_app.services import query_answer, query_prepare, query_retrieve
+from query_app.services import QueryRequest, query_answer, query_prepare, query_retrieve
 from tests.support.factories import Doc, indexed_collection
 
 CODE_QUESTION = "What does ERR-4471 mean?"
@@ -22,9 +22,11 @@ PARAPHRASE_QUESTION = "How long do I have to get my money returned?"
 def _retrieve(user, question, *, mode, k=3):
     run = query_retrieve(
         user=user,
-        collection="kb",
-        question=question,
-        overrides={"retrieval": {"mode": mode, "candidate_k": k}, "rerank": {"top_n": k}},
+        request=QueryRequest(
+            collection="kb",
+            question=question,
+            overrides={"retrieval": {"mode": mode, "candidate_k": k}, "rerank": {"top_n": k}},
+        ),
     )
     return run
 
@@ -66,11 +68,13 @@ def test_hybrid_finds_both_and_each_candidate_keeps_its_leg_ranks(kb, reader):
 
     query = query_prepare(
         user=reader,
-        collection="kb",
-        question=CODE_QUESTION,
-        overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3}},
-        top_n=3,
-        retrieval_only=True,
+        request=QueryRequest(
+            collection="kb",
+            question=CODE_QUESTION,
+            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3}},
+            top_n=3,
+            retrieval_only=True,
+        ),
     )
     vector = collection_embedder(query.collection).encode([CODE_QUESTION])[0]
     result = retrieve_probe(
@@ -97,10 +101,12 @@ def test_hybrid_finds_both_and_each_candidate_keeps_its_leg_ranks(kb, reader):
 def test_rrf_k_is_configurable(kb, reader):
     run = query_retrieve(
         user=reader,
-        collection="kb",
-        question=CODE_QUESTION,
-        overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3, "rrf_k": 1}},
-        top_n=3,
+        request=QueryRequest(
+            collection="kb",
+            question=CODE_QUESTION,
+            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3, "rrf_k": 1}},
+            top_n=3,
+        ),
     )
     fusion = _step(run, "retrieve")["details"]["per_probe"][0]["fusion"]
     assert fusion == {"method": "rrf", "k": 1, "fused": fusion["fused"]}
@@ -148,7 +154,9 @@ def _plan(sql: str) -> str:
 def test_vector_search_uses_the_collection_hnsw_index(large_collection, reader):
     """Same cast and filter as the partial index: the planner answers from it, no scan."""
     with CaptureQueriesContext(connection) as captured:
-        query_retrieve(user=reader, collection="large", question="kernel panic firmware")
+        query_retrieve(
+            user=reader, request=QueryRequest(collection="large", question="kernel panic firmware")
+        )
     sql = next(q["sql"] for q in captured.captured_queries if "ORDER BY (embedding" in q["sql"])
     ef = next(q["sql"] for q in captured.captured_queries if "hnsw.ef_search" in q["sql"])
     assert "'40'" in ef
@@ -161,9 +169,11 @@ def test_keyword_search_uses_the_gin_index(large_collection, reader):
     with CaptureQueriesContext(connection) as captured:
         run = query_retrieve(
             user=reader,
-            collection="large",
-            question="kernel panic firmware",
-            overrides={"retrieval": {"mode": "keyword"}},
+            request=QueryRequest(
+                collection="large",
+                question="kernel panic firmware",
+                overrides={"retrieval": {"mode": "keyword"}},
+            ),
         )
     assert run.citations[0]["snippet"] == "Kernel panic after a firmware update."
     sql = next(q["sql"] for q in captured.captured_queries if "ts_filter" in q["sql"])
@@ -260,7 +270,9 @@ def test_common_terms_are_pruned_from_matching_when_the_pool_is_small(db):
 def test_a_collection_indexed_with_another_model_asks_for_a_reindex(kb, reader):
     Collection.objects.filter(pk=kb.pk).update(embedding_model="some-other-model")
     with pytest.raises(EmbeddingProfileMismatch, match="reindex the collection"):
-        query_answer(user=reader, collection="kb", question=PARAPHRASE_QUESTION)
+        query_answer(
+            user=reader, request=QueryRequest(collection="kb", question=PARAPHRASE_QUESTION)
+        )
 
 
 def test_keyword_only_retrieval_needs_no_embeddings(db, reader):
@@ -272,9 +284,11 @@ def test_keyword_only_retrieval_needs_no_embeddings(db, reader):
     )
     run = query_retrieve(
         user=reader,
-        collection="plain",
-        question="When do backups run?",
-        overrides={"retrieval": {"mode": "keyword"}},
+        request=QueryRequest(
+            collection="plain",
+            question="When do backups run?",
+            overrides={"retrieval": {"mode": "keyword"}},
+        ),
     )
     assert run.citations[0]["snippet"] == "Backups run nightly at two o'clock."
     assert "embedder" not in _step(run, "retrieve")["details"]
