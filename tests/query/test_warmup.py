@@ -97,7 +97,11 @@ def test_a_web_process_loads_the_models_before_it_serves_when_asked(warmup):
         "RAG_RERANK_MODEL": "",
     }
     done = subprocess.run(
-        [sys.executable, "-c", "import ragsite.wsgi"],
+        [
+            sys.executable,
+            "-c",
+            "import sys, ragsite.wsgi; print('views imported:', 'query_app.views' in sys.modules)",
+        ],
         cwd=Path(settings.BASE_DIR),
         env=env,
         capture_output=True,
@@ -106,6 +110,9 @@ def test_a_web_process_loads_the_models_before_it_serves_when_asked(warmup):
     )
     assert done.returncode == 0, done.stderr
     if warmup == "1":
+        # The views too: Django would import them on the first request otherwise.
+        assert "views imported: True" in done.stdout
         assert "warm-up: loaded embedder all-MiniLM-L6-v2" in done.stderr
     else:
+        assert "views imported: False" in done.stdout
         assert "warm-up" not in done.stderr
