@@ -7,6 +7,7 @@ and Ollama do, for the local-server detection).
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 
@@ -345,6 +346,10 @@ def test_local_llama_cpp_and_ollama_servers_are_found_with_their_models(chat_ser
 
 
 def test_only_loopback_addresses_are_probed(chat_server, caplog):
-    found = local_chat_servers_detect([{"kind": "ollama", "url": "http://192.0.2.10:11434"}])
+    # The logger's own level: a Celery test worker may have raised the root logger's.
+    with caplog.at_level(logging.WARNING, logger="query_app.model_settings.local_servers"):
+        found = local_chat_servers_detect([{"kind": "ollama", "url": "http://192.0.2.10:11434"}])
     assert found == []
-    assert "not a loopback address" in caplog.text
+    assert [r.getMessage() for r in caplog.records] == [
+        "not probing http://192.0.2.10:11434 for a local chat server: not a loopback address"
+    ]
