@@ -29,7 +29,7 @@ class ReverseReranker:
     uses_chat = False
 
     def check(self, options: RerankOptions) -> None:
-        if options.model == "missing":
+        if options.batch_size == 7:  # stands for "its model is missing" in this test
             raise ConfigurationError("the reverse reranker's model is missing")
 
     def rerank(
@@ -82,7 +82,7 @@ def test_a_registered_reranker_runs_with_nothing_else_changed(kb, reader, revers
 
 
 def test_a_stage_check_fails_the_request_before_anything_runs(kb, reader, reverse_reranker):
-    strict = {"rerank.kind": "reverse", "rerank.model": "missing", "rerank.required": True}
+    strict = {"rerank.kind": "reverse", "rerank.batch_size": 7, "rerank.required": True}
     with pytest.raises(ConfigurationError, match="reverse reranker's model is missing"):
         query_answer(
             user=reader,
@@ -98,7 +98,7 @@ def test_a_stage_check_fails_the_request_before_anything_runs(kb, reader, revers
 def test_a_missing_optional_part_is_run_without_and_reported_by_profile_needs(
     kb, reader, reverse_reranker
 ):
-    lenient = {"rerank.kind": "reverse", "rerank.model": "missing"}
+    lenient = {"rerank.kind": "reverse", "rerank.batch_size": 7}
     name, options = profile_resolve(profile="fast", overrides=lenient)
     needs = profile_needs(profile=name, options=options)
     assert needs.problem is None
