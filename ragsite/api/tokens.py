@@ -2,7 +2,8 @@
 
 The token is the one DRF's ``TokenAuthentication`` reads (``Authorization: Token …``).
 A new token is shown once, on the page that follows its creation; afterwards the
-page only says that one exists, when it was made and how it ends.
+page only says that one exists, how it ends, when it was made and until when it
+works (``RAG_TOKEN_TTL_HOURS``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
+
+from ragsite.api.authentication import token_expires_at
 
 # Where a new token waits, in the session, for the one page that shows it.
 NEW_TOKEN_SESSION_KEY = "api-token-new"
@@ -64,8 +68,11 @@ def api_token_page(request: HttpRequest) -> HttpResponse:
         return redirect("api_token")
     token = api_token_of(user)
     new_key = request.session.pop(NEW_TOKEN_SESSION_KEY, None)
+    expires = token_expires_at(token) if token is not None else None
     context = {
         "token": token,
+        "expires": expires,
+        "expired": expires is not None and expires <= timezone.now(),
         # Shown only on the page right after it was made, and only if still current.
         "new_key": new_key if token is not None and new_key == token.key else None,
         "api_base": request.build_absolute_uri("/api/"),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -22,6 +25,11 @@ TOKEN_PAGE = "/account/api-token/"
 def shown_token(page: str) -> str | None:
     match = re.search(r'id="new-token"[^>]*value="([0-9a-f]{40})"', page)
     return match.group(1) if match else None
+
+
+def text_of(response) -> str:  # type: ignore[no-untyped-def]
+    """The page as a person reads it: tags dropped, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", response.content.decode()))
 
 
 def api_status(key: str) -> int:
@@ -84,6 +92,24 @@ def test_revoking_removes_the_token(alice, user):
     assert "No token yet" in page
     assert not Token.objects.filter(user=user).exists()
     assert api_status(key) == 401
+
+
+def test_the_page_says_until_when_the_token_works(alice, user, settings):
+    settings.RAG_TOKEN_TTL_HOURS = 48
+    alice.post(TOKEN_PAGE, {"action": "create"})
+    token = Token.objects.get(user=user)
+
+    fresh = text_of(alice.get(TOKEN_PAGE))
+    until = timezone.localtime(token.created + timedelta(hours=48)).strftime("%-d %b %Y, %H:%M")
+    assert f"It works until {until}, or until you change your password." in fresh
+
+    Token.objects.filter(pk=token.pk).update(created=token.created - timedelta(hours=49))
+    stale = text_of(alice.get(TOKEN_PAGE))
+    assert "expired on" in stale and "rotate it to get a new one" in stale
+    assert api_status(token.key) == 401
+
+    settings.RAG_TOKEN_TTL_HOURS = 0
+    assert "It works until you rotate or revoke it" in text_of(alice.get(TOKEN_PAGE))
 
 
 def test_each_user_sees_and_changes_only_their_own_token(alice, bob, user, other_user):
