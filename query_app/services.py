@@ -33,6 +33,7 @@ from query_app.exceptions import (
 from query_app.model_settings import options_with_saved_models
 from query_app.models import Conversation, QueryRun
 from query_app.pipeline.assembly import AssembledContext, Passage
+from query_app.pipeline.groundedness import GroundednessResult as GroundednessVerdict
 from query_app.pipeline.groundedness import check_groundedness
 from query_app.pipeline.lexical import markers_in
 from query_app.pipeline.options import QueryLimits, QueryOptions
@@ -432,24 +433,6 @@ class JudgedPassage:
     page: int | None = None
 
 
-@dataclass
-class GroundednessVerdict:
-    grounded: bool
-    score: float
-    unsupported: list[str]
-    checker: str
-    model_calls: int
-    warnings: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "grounded": self.grounded,
-            "score": round(self.score, 4),
-            "unsupported": list(self.unsupported),
-            "checker": self.checker,
-        }
-
-
 def groundedness_judge(
     *,
     answer: str,
@@ -477,16 +460,8 @@ def groundedness_judge(
         )
         block = passage_block(p.marker, candidate)
         context.passages.append(Passage(p.marker, candidate, p.text, block, 0))
-    result = check_groundedness(
+    return check_groundedness(
         answer=answer, context=context, checker=checker, chat=chat, min_support=min_support
-    )
-    return GroundednessVerdict(
-        grounded=result.grounded,
-        score=result.score,
-        unsupported=list(result.unsupported),
-        checker=result.checker,
-        model_calls=result.model_calls,
-        warnings=list(result.warnings),
     )
 
 
