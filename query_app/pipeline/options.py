@@ -30,6 +30,8 @@ class TransformOptions:
 
 # pgvector's upper bound on hnsw.ef_search: a larger value is an SQL error.
 MAX_EF_SEARCH = 1000
+# retrieval.fusion: how the hybrid mode combines its vector and keyword legs.
+HYBRID_FUSIONS = ("rrf", "evidence")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,14 @@ class RetrievalOptions:
     # Candidates per probe; None means "as many as rerank.top_n" (the fast cascade).
     candidate_k: int | None = None
     rrf_k: int = 60
+    # How hybrid fuses its two legs: "rrf" (equal weights, Σ 1/(k + rank)) or
+    # "evidence" (weighted RRF: each keyword hit counts keyword_weight x its
+    # IDF-weighted coverage of the question, so a keyword leg matching only
+    # common or few of the question's words cannot push the vector leg's
+    # answers down).
+    fusion: str = "rrf"
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
     keyword_ranking: str = "bm25"  # bm25 | ts_rank_cd
     bm25_k1: float = 1.2
     bm25_b: float = 0.75

@@ -18,6 +18,7 @@ from django.dispatch import receiver
 
 from query_app.exceptions import InvalidOption, OptionNotAllowed, TopNOutOfRange, UnknownProfile
 from query_app.pipeline.options import (
+    HYBRID_FUSIONS,
     MAX_EF_SEARCH,
     QueryLimits,
     QueryOptions,
@@ -197,6 +198,13 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
         )
     _check_range("retrieval.ef_search", o.retrieval.ef_search, 1, MAX_EF_SEARCH)
     _check_range("retrieval.rrf_k", o.retrieval.rrf_k, 1, 10_000)
+    _check_range("retrieval.vector_weight", o.retrieval.vector_weight, 0.0, 100.0)
+    _check_range("retrieval.keyword_weight", o.retrieval.keyword_weight, 0.0, 100.0)
+    if o.retrieval.fusion not in HYBRID_FUSIONS:
+        raise InvalidOption(
+            f"retrieval.fusion must be one of {', '.join(HYBRID_FUSIONS)}, "
+            f"got {o.retrieval.fusion!r}"
+        )
     _check_range("retrieval.bm25_k1", o.retrieval.bm25_k1, 0.0, 10.0)
     _check_range("retrieval.bm25_b", o.retrieval.bm25_b, 0.0, 1.0)
     _check_range("retrieval.keyword_pool", o.retrieval.keyword_pool, 100, 1_000_000)

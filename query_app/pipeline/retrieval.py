@@ -9,7 +9,7 @@ Hybrid retrieval fuses both legs by Reciprocal Rank Fusion,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,31 @@ def rrf_scores(rankings: Sequence[Sequence[str]], *, k: int) -> dict[str, float]
     for ranking in rankings:
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def weighted_rrf_scores(
+    hits: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    k: int,
+    weights: Mapping[str, float],
+    evidence: Mapping[str, Mapping[str, float]],
+) -> dict[str, float]:
+    """Weighted Reciprocal Rank Fusion: leg ``L`` adds ``w_L x e / (k + rank)``.
+
+    ``e`` is the hit's own evidence in that leg when the leg reports one (the
+    keyword leg: the IDF-weighted share of the question's words the chunk
+    holds, 0-1), else 1. A keyword hit that matches only a small, common part
+    of the question therefore barely moves the vector leg's order, while one
+    that holds the question's rare words counts fully.
+    """
+    scores: dict[str, float] = {}
+    for leg, ranking in hits.items():
+        weight = weights.get(leg, 1.0)
+        leg_evidence = evidence.get(leg)
+        for rank, (item, _score) in enumerate(ranking, start=1):
+            share = 1.0 if leg_evidence is None else min(1.0, max(0.0, leg_evidence.get(item, 0.0)))
+            scores[item] = scores.get(item, 0.0) + weight * share / (k + rank)
     return scores
 
 
@@ -201,7 +226,21 @@ def _ranked(
         only = next(iter(found.hits.values()), [])
         return [cid for cid, _ in only], dict(only)
     rrf_k = options.retrieval.rrf_k
-    fused = rrf_scores([[cid for cid, _ in hits] for hits in found.hits.values()], k=rrf_k)
+    method = options.retrieval.fusion
+    if method == "evidence":
+        fused = weighted_rrf_scores(
+            found.hits,
+            k=rrf_k,
+            weights={
+                "vector": options.retrieval.vector_weight,
+                "keyword": options.retrieval.keyword_weight,
+            },
+            # Keyword hits that hold the question's codes or quoted phrases are
+            # exact matches: full evidence whatever share of the other words they hold.
+            evidence={} if found.exact else {"keyword": found.coverage},
+        )
+    else:
+        fused = rrf_scores([[cid for cid, _ in hits] for hits in found.hits.values()], k=rrf_k)
     # Ties (same RRF sum) keep the vector leg's order.
     order = sorted(
         fused,
@@ -211,7 +250,12 @@ def _ranked(
             cid,
         ),
     )[: options.candidate_k]
-    found.details["fusion"] = {"method": "rrf", "k": rrf_k, "fused": len(fused)}
+    found.details["fusion"] = {"method": method, "k": rrf_k, "fused": len(fused)}
+    if method == "evidence":
+        found.details["fusion"]["weights"] = {
+            "vector": options.retrieval.vector_weight,
+            "keyword": options.retrieval.keyword_weight,
+        }
     return order, {cid: fused[cid] for cid in order}
 
 

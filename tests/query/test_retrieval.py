@@ -8,10 +8,15 @@ from django.test.utils import CaptureQueriesContext
 
 from collections_app.models import Collection
 from collections_app.search_index import vector_index_name
-from query_app.exceptions import EmbeddingProfileMismatch
+from query_app.exceptions import EmbeddingProfileMismatch, InvalidOption
 from query_app.pipeline.keyword import code_parts, keyword_query_parse, keyword_search
 from query_app.pipeline.options import RetrievalOptions
-from query_app.pipeline.retrieval import collection_embedder, retrieve_probe, rrf_scores
+from query_app.pipeline.retrieval import (
+    collection_embedder,
+    retrieve_probe,
+    rrf_scores,
+    weighted_rrf_scores,
+)
 from query_app.services import QueryRequest, query_answer, query_prepare, query_retrieve
 from tests.support.factories import Doc, indexed_collection
 
@@ -118,6 +123,48 @@ def test_rrf_scores_sum_reciprocal_ranks():
     assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
     assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)
     assert scores["b"] == pytest.approx(1 / 62)
+
+
+def test_weighted_rrf_scales_each_keyword_hit_by_its_evidence():
+    hits = {"vector": [("a", 0.9), ("b", 0.8)], "keyword": [("b", 7.0), ("c", 3.0)]}
+    scores = weighted_rrf_scores(
+        hits,
+        k=60,
+        weights={"vector": 1.0, "keyword": 2.0},
+        evidence={"keyword": {"b": 0.5, "c": 0.1}},
+    )
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert scores["b"] == pytest.approx(1 / 62 + 2.0 * 0.5 / 61)
+    assert scores["c"] == pytest.approx(2.0 * 0.1 / 62)
+
+
+def test_evidence_fusion_keeps_the_exact_code_and_reports_its_weights(kb, reader):
+    run = query_retrieve(
+        user=reader,
+        request=QueryRequest(
+            collection="kb",
+            question=CODE_QUESTION,
+            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3, "fusion": "evidence"}},
+            top_n=3,
+        ),
+    )
+    fusion = _step(run, "retrieve")["details"]["per_probe"][0]["fusion"]
+    assert fusion["method"] == "evidence"
+    assert fusion["weights"] == {"vector": 1.0, "keyword": 1.0}
+    # Keyword hits holding the question's code are exact matches: full evidence.
+    assert any(s.startswith("ERR-4471") for s in _sources(run))
+
+
+def test_an_unknown_fusion_is_refused_with_the_known_ones(kb, reader):
+    with pytest.raises(InvalidOption, match="rrf, evidence"):
+        query_prepare(
+            user=reader,
+            request=QueryRequest(
+                collection="kb",
+                question=CODE_QUESTION,
+                overrides={"retrieval": {"mode": "hybrid", "fusion": "borda"}},
+            ),
+        )
 
 
 @pytest.fixture

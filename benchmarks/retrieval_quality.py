@@ -1,0 +1,122 @@
+#!/usr/bin/env python
+"""The retrieval lab: profiles and option sets on every public dataset, one table.
+
+Each dataset (a BEIR directory) is run through the evaluation harness
+(``eval_run_create`` + ``eval_run_execute``: import, incremental ingestion into
+``eval-<name>``, retrieval-only ranking, offline), so every result is stored
+as an EvalRun and the evaluation dashboard shows it over time. Later runs
+ingest nothing while the sources and the embedding profile are unchanged.
+
+Prints per dataset and system: nDCG@10, recall@10, recall@100 and MRR with
+95% bootstrap intervals, the index size (chunks, and bytes of the chunk table
+for the collection) and the ingestion and ranking times.
+
+Usage:
+  .venv/bin/python benchmarks/retrieval_quality.py \
+      [--datasets scifact,pubmedqa,pubmedqa_faq] [--compare fast,fast:retrieval.mode=hybrid] \
+      [--limit N] [--depth N]
+Runs in its own database (``RAGSITE_DB_NAME``, default ragsite_retrieval_lab).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _django import django_setup
+
+ROOT = Path(__file__).resolve().parent.parent
+DATASETS = {
+    "scifact": ROOT.parent / "shared" / "eval" / "scifact",
+    "pubmedqa": ROOT.parent / "shared" / "eval" / "pubmedqa",
+    "pubmedqa_faq": ROOT / "eval" / "pubmedqa_faq",
+}
+DEFAULT_COMPARE = "fast,fast:retrieval.mode=keyword,fast:retrieval.mode=hybrid"
+METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr")
+
+
+def _cell(entry: dict[str, Any] | None) -> str:
+    if not entry or entry.get("value") is None:
+        return "-"
+    return f"{entry['value']:.3f} [{entry['low']:.3f},{entry['high']:.3f}]"
+
+
+def _index_size(slug: str) -> tuple[int, int]:
+    """(chunks, bytes of their rows) of the eval collection ``slug``."""
+    from django.db import connection
+
+    from collections_app.models import Chunk
+
+    chunks = Chunk.objects.filter(collection__slug=slug).count()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(SUM(pg_column_size(c.*)), 0) FROM collections_app_chunk c "
+            "JOIN collections_app_collection k ON k.id = c.collection_id WHERE k.slug = %s",
+            [slug],
+        )
+        size = int(cursor.fetchone()[0])
+    return chunks, size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="names or BEIR dirs")
+    parser.add_argument("--compare", default=DEFAULT_COMPARE, help="profiles / option sets")
+    parser.add_argument("--limit", type=int, default=None, help="first N judged queries")
+    parser.add_argument("--depth", type=int, default=300, help="chunks of each ranking scored")
+    args = parser.parse_args()
+
+    os.environ["RAG_MAX_TOP_N"] = str(max(args.depth, 50))
+    os.environ["RAG_MAX_CANDIDATE_K"] = str(max(args.depth, 1000))
+    django_setup(db_name="ragsite_retrieval_lab")
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from eval_app.harness import eval_run_create, eval_run_execute
+    from eval_app.harness.corpus_ingest import eval_collection_slug
+
+    compare = [c for c in args.compare.split(",") if c]
+    rows: list[tuple[str, str, list[str], str]] = []
+    for name in [d for d in args.datasets.split(",") if d]:
+        path = DATASETS.get(name, Path(name))
+        started = time.perf_counter()
+        run = eval_run_create(
+            dataset_path=path,
+            beir=True,
+            limit=args.limit,
+            compare=compare,
+            offline=True,
+            retrieval_only=True,
+            k_values=[10, 100],
+            depth=args.depth,
+        )
+        run = eval_run_execute(run=run)
+        total = time.perf_counter() - started
+        if run.status != "succeeded":
+            sys.exit(f"{name}: run {run.pk} {run.status}: {run.error}")
+        chunks, size = _index_size(run.collection.slug if run.collection else eval_collection_slug(name))
+        ingest_s = run.timings.get("ingest_s", 0.0)
+        info = (
+            f"{chunks} chunks, {size / 1e6:.1f} MB; ingest {ingest_s:.0f} s "
+            f"({run.ingestion.get('sources_ingested', 0)} ingested); "
+            f"ranking {run.timings.get('cases_s', 0.0):.0f} s; total {total:.0f} s; run {run.pk}"
+        )
+        print(f"{name}: {info}", flush=True)
+        for label in compare:
+            metrics = run.aggregates[label]["metrics"]
+            rows.append((name, label, [_cell(metrics.get(m)) for m in METRICS], info))
+
+    header = f"{'dataset':14} {'system':44} " + " ".join(f"{m:>21}" for m in METRICS)
+    print()
+    print(header)
+    print("-" * len(header))
+    for name, label, cells, _info in rows:
+        print(f"{name:14} {label:44} " + " ".join(f"{c:>21}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()
