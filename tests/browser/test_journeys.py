@@ -69,7 +69,10 @@ def test_upload_watch_progress_ask_follow_citation_and_read_the_trace(
     expect(mark).to_be_visible()
     expect(mark).to_be_in_viewport()
     source = Source.objects.get(pk=cited["source_id"])
-    assert mark.text_content() == source.text[cited["char_start"] : cited["char_end"]]
+    # The document highlights the cited sentence, inside the cited passage.
+    (span,) = cited["spans"]
+    assert mark.text_content() == source.text[span["char_start"] : span["char_end"]]
+    assert cited["char_start"] <= span["char_start"] < span["char_end"] <= cited["char_end"]
     screenshot(page, "source")
 
     page.get_by_role("link", name="History").click()
