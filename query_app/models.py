@@ -146,6 +146,8 @@ class QueryRun(models.Model):
             "options": self.options,
             "error": self.error,
             "created_at": self.created_at.isoformat() if self.created_at else None,
+            # The corrective and adaptive graphs: a best-effort answer, the route taken.
+            **_graph_flags(self.trace or []),
         }
 
 
@@ -182,3 +184,9 @@ class ModelSettings(models.Model):
     @property
     def chat_api_key_set(self) -> bool:
         return bool(self.chat_api_key_encrypted)
+
+
+def _graph_flags(trace: list[dict[str, Any]]) -> dict[str, Any]:
+    from query_app.pipeline.graph import graph_flags
+
+    return graph_flags(trace)

@@ -121,6 +121,30 @@ class GroundednessOptions:
 
 
 @dataclass(frozen=True)
+class CorrectiveOptions:
+    """The corrective and adaptive graphs (query_app/pipeline/graph.py)."""
+
+    # Rewrites of the probe, whether for an "incorrect" verdict or an ungrounded answer.
+    max_iterations: int = 3
+    # Node runs in one answer; a second, independent bound (0 = derived: 7 x (budget + 2)).
+    max_transitions: int = 0
+    # Wall-clock bound of the graph; past it the best evidence so far is answered.
+    timeout_s: float = 120.0
+    # Offline grader: top relevance at or above ``upper`` is correct, at or below
+    # ``lower`` incorrect, between them ambiguous.
+    upper: float = 0.55
+    lower: float = 0.30
+    # Score gate: a top cosine at or above ``gate_strong`` is correct and one at or below
+    # ``gate_weak`` incorrect without running the grader.
+    gate_strong: float = 0.70
+    gate_weak: float = 0.10
+    # evaluate: offline | llm | auto (the chat model when configured, else offline).
+    grader: str = "auto"
+    # Graph of the profile (corrective | adaptive); a settings typo names the known ones.
+    graph: str = ""
+
+
+@dataclass(frozen=True)
 class CacheOptions:
     enabled: bool = True
     ttl_s: int = 300
@@ -139,6 +163,7 @@ class QueryOptions:
     generation: GenerationOptions = field(default_factory=GenerationOptions)
     groundedness: GroundednessOptions = field(default_factory=GroundednessOptions)
     cache: CacheOptions = field(default_factory=CacheOptions)
+    corrective: CorrectiveOptions = field(default_factory=CorrectiveOptions)
 
     @property
     def candidate_k(self) -> int:

@@ -38,12 +38,30 @@ class Profile:
 
 
 def _unknown_profile(name: str, known: list[str]) -> UnknownProfile:
-    return UnknownProfile(name, known, note=", ".join(PLANNED_PROFILES) + ": not available yet")
+    note = ", ".join(PLANNED_PROFILES) + ": not available yet" if PLANNED_PROFILES else ""
+    return UnknownProfile(name, known, note=note)
 
 
-# Routed and corrective profiles are part of the product but not built yet;
-# naming them gives a precise error instead of "unknown".
-PLANNED_PROFILES = ("adaptive", "corrective")
+# Profiles that are part of the product but not built yet; naming one gives a
+# precise error instead of "unknown". (adaptive and corrective are built.)
+PLANNED_PROFILES: tuple[str, ...] = ()
+
+# The stages the corrective and adaptive graphs may run (query_app/pipeline/graph.py):
+# every one is checked before anything runs, and the ask page lists them.
+GRAPH_STAGES = (
+    "triage",
+    "decompose",
+    "transform",
+    "retrieve",
+    "fuse",
+    "rerank",
+    "evaluate",
+    "refine",
+    "rewrite",
+    "assemble",
+    "generate",
+    "groundedness",
+)
 
 PROFILES: Registry[Profile] = Registry("profile", unknown=_unknown_profile)
 # Vector only, CandidateK = TopN, no rerank: needs nothing but the embedder.
@@ -65,6 +83,34 @@ PROFILES.add(
             "rerank": {"kind": "cross-encoder", "top_n": 5},
             "groundedness": {"enabled": True},
         }
+    ),
+)
+# Corrective: balanced's retrieval in a graph that grades the evidence, refines
+# or rewrites the probe and retries within a budget (see docs/answering.md).
+PROFILES.add(
+    "corrective",
+    Profile(
+        {
+            "retrieval": {"mode": "hybrid", "candidate_k": 50},
+            "rerank": {"kind": "cross-encoder", "top_n": 5},
+            "groundedness": {"enabled": True},
+            "corrective": {"graph": "corrective"},
+        },
+        stages=GRAPH_STAGES,
+    ),
+)
+# Adaptive: a complexity classifier routes each question to no retrieval, the
+# balanced single shot, or the corrective loop.
+PROFILES.add(
+    "adaptive",
+    Profile(
+        {
+            "retrieval": {"mode": "hybrid", "candidate_k": 50},
+            "rerank": {"kind": "cross-encoder", "top_n": 5},
+            "groundedness": {"enabled": True},
+            "corrective": {"graph": "adaptive"},
+        },
+        stages=("route", "respond", *GRAPH_STAGES[1:]),
     ),
 )
 
@@ -224,6 +270,28 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("generation.max_output_tokens", o.generation.max_output_tokens, 1, 100_000)
     _check_range("groundedness.min_support", o.groundedness.min_support, 0.0, 1.0)
     _check_range("cache.ttl_s", o.cache.ttl_s, 0, 7 * 24 * 3600)
+    _check_corrective(o)
+
+
+def _check_corrective(o: QueryOptions) -> None:
+    from query_app.pipeline.graph import GRAPHS, graph_validate_options
+    from query_app.pipeline.stages.evaluate import GRADERS
+
+    c = o.corrective
+    graph_validate_options(c.max_iterations, c.max_transitions, c.timeout_s)
+    if c.graph:
+        GRAPHS.get(c.graph).validate()
+    if c.grader not in GRADERS:
+        raise InvalidOption(
+            f"option 'corrective.grader' must be one of {', '.join(GRADERS)}, got {c.grader!r}"
+        )
+    for name in ("upper", "lower", "gate_strong", "gate_weak"):
+        _check_range(f"corrective.{name}", getattr(c, name), 0.0, 1.0)
+    if c.lower > c.upper:
+        raise InvalidOption(
+            f"option 'corrective.lower' ({c.lower:g}) must not be above 'corrective.upper' "
+            f"({c.upper:g})"
+        )
 
 
 def _check_range(name: str, value: float | None, low: float, high: float) -> None:

@@ -23,6 +23,7 @@ from query_app.pipeline.cache import (
     retrieval_cache_key,
     retrieval_cache_set,
 )
+from query_app.pipeline.graph import graph_run
 from query_app.pipeline.stages import STAGES, PipelineState, Stage, StageCheck
 from query_app.pipeline.stages.base import counted_chat
 from query_app.pipeline.types import (
@@ -67,6 +68,10 @@ def pipeline_answer(query: RagQuery, *, chat: ChatClient | None) -> RagAnswer:
 
 def pipeline_run(query: RagQuery, *, chat: ChatClient | None) -> Iterator[PipelineEvent]:
     """Run the stages, yielding events; the last event is an AnswerEvent."""
+    if query.options.corrective.graph:
+        # The corrective and adaptive profiles walk a graph with bounded loops.
+        yield from graph_run(query, chat=chat)
+        return
     stages = pipeline_stages(query.stages)
     state = PipelineState(query=query, chat=counted_chat(chat))
     trace: list[TraceStep] = []

@@ -48,20 +48,24 @@ def test_every_profile_has_a_relevance_floor(rag_settings):
         assert floor.min_keyword_coverage is not None
 
 
-def test_unknown_profile_lists_the_known_ones_and_the_planned_ones(rag_settings):
+def test_unknown_profile_lists_the_known_ones(rag_settings):
     with pytest.raises(UnknownProfile) as err:
         options_resolve(profile="turbo")
     message = str(err.value)
     assert "'turbo'" in message
-    for known in ("balanced", "fast", "quality"):
+    for known in ("adaptive", "balanced", "corrective", "fast", "quality"):
         assert known in message
-    assert "adaptive, corrective: not available yet" in message
-    assert err.value.known == ["balanced", "fast", "quality"]
+    assert "not available yet" not in message
+    assert err.value.known == ["adaptive", "balanced", "corrective", "fast", "quality"]
 
 
-def test_planned_profiles_are_not_faked(rag_settings):
-    with pytest.raises(UnknownProfile, match="not available yet"):
-        options_resolve(profile="corrective")
+def test_corrective_and_adaptive_profiles_walk_their_graphs(rag_settings):
+    for name in ("corrective", "adaptive"):
+        resolved, options = options_resolve(profile=name)
+        assert resolved == name
+        assert options.corrective.graph == name
+        assert options.corrective.max_iterations == 3
+        assert options.groundedness.enabled is True
 
 
 def test_settings_override_any_value_and_requests_override_settings(rag_set):

@@ -43,7 +43,9 @@ def test_top_n_out_of_range_is_refused(kb, reader):
 
 
 def test_unknown_profile_and_reranker_are_refused_with_the_known_names(kb, reader):
-    with pytest.raises(UnknownProfile, match="known profiles: balanced, fast, quality"):
+    with pytest.raises(
+        UnknownProfile, match="known profiles: adaptive, balanced, corrective, fast, quality"
+    ):
         query_answer(
             user=reader,
             request=QueryRequest(collection="kb", question=REFUND_QUESTION, profile="best"),

@@ -128,8 +128,10 @@ def test_profiles_list_their_stages_and_an_unknown_stage_is_named():
     assert [s.name for s in pipeline_stages(LINEAR_PATH)] == list(LINEAR_PATH)
     with pytest.raises(UnknownStage, match="unknown stage 'critic'; known stages: assemble"):
         pipeline_stages(("transform", "critic"))
-    # condense is in no profile: the answering service adds it for follow-ups only.
-    assert set(STAGES.names()) == {*LINEAR_PATH, "condense"}
+    # condense is in no profile: the answering service adds it for follow-ups only;
+    # the corrective and adaptive graphs add their own nodes.
+    graph_nodes = {"triage", "route", "respond", "decompose", "evaluate", "refine", "rewrite"}
+    assert set(STAGES.names()) == {*LINEAR_PATH, "condense", *graph_nodes}
     assert isinstance(PROFILES.get("fast"), Profile)
 
 

@@ -11,12 +11,17 @@ from query_app.exceptions import UnknownStage
 from query_app.pipeline.stages.assemble import AssembleStage
 from query_app.pipeline.stages.base import MissingPart, PipelineState, Stage, StageCheck
 from query_app.pipeline.stages.condense import CondenseStage
+from query_app.pipeline.stages.decompose import DecomposeStage
+from query_app.pipeline.stages.evaluate import EvaluateStage
 from query_app.pipeline.stages.fuse import FuseStage
 from query_app.pipeline.stages.generate import GenerateStage
 from query_app.pipeline.stages.groundedness import GroundednessStage
+from query_app.pipeline.stages.refine import RefineStage
 from query_app.pipeline.stages.rerank import RerankStage, relevance_floor_check
 from query_app.pipeline.stages.retrieve import RetrieveStage
+from query_app.pipeline.stages.rewrite import RewriteStage
 from query_app.pipeline.stages.transform import TransformStage
+from query_app.pipeline.stages.triage import RespondStage, RouteStage, TriageStage
 from ragsite.registry import Registry
 
 STAGES: Registry[type[Stage]] = Registry("stage", unknown=UnknownStage)
@@ -29,6 +34,14 @@ for _stage in (
     AssembleStage,
     GenerateStage,
     GroundednessStage,
+    # The corrective and adaptive graphs' nodes (query_app/pipeline/graph.py).
+    TriageStage,
+    RouteStage,
+    RespondStage,
+    DecomposeStage,
+    EvaluateStage,
+    RefineStage,
+    RewriteStage,
 ):
     STAGES.add(_stage.name, _stage)
 

@@ -82,6 +82,9 @@ class PipelineState:
     # generate / groundedness.
     generation: GenerationResult | None = None
     groundedness: dict[str, Any] | None = None
+    # The corrective and adaptive graphs: what their nodes tell each other (the
+    # triage label and reason, the latest verdict, the probes tried); never mutated.
+    notes: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def options(self) -> QueryOptions:

@@ -1,0 +1,85 @@
+"""Evaluate (corrective): grade the evidence against the original question.
+
+The verdict (correct / ambiguous / incorrect) is the step's ``outcome``, which
+picks the graph's next edge; every kept chunk gets a relevance in 0..1. A score
+gate answers without the grader when the top passage is clearly strong or
+clearly weak. With a chat model the grader is one structured call; a malformed
+reply falls back to the offline grader with a warning. An "incorrect" verdict
+keeps the best evidence any earlier iteration found, so a worse rewrite never
+replaces a better retrieval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from query_app.pipeline.corrective import Grade, grade, grade_offline, score_gate
+from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.stages.base import PipelineState, Stage
+from query_app.pipeline.types import TraceStep
+
+GRADERS = ("auto", "offline", "llm")
+
+
+class EvaluateStage(Stage):
+    name = "evaluate"
+    listed = frozenset({"relevance"})
+
+    def chat_use(self, options: QueryOptions) -> str:
+        return "its evidence grader" if options.corrective.grader != "offline" else ""
+
+    def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
+        o = state.options.corrective
+        question = state.answer_question
+        kept = list(state.kept)
+        gated = score_gate(kept, strong=o.gate_strong, weak=o.gate_weak)
+        calls_before = state.chat_calls
+        result: Grade
+        if gated:
+            # The gate still scores each chunk (no model call) for refine.
+            result = grade_offline(question, kept, upper=o.upper, lower=o.lower)
+            result.verdict, result.source = gated, "gate"
+            result.reason = (
+                "no passage cleared the relevance floor"
+                if not kept
+                else f"score gate: top cosine is clearly {'strong' if gated == 'correct' else 'weak'}"
+            )
+        else:
+            chat = state.chat if o.grader != "offline" else None
+            if o.grader == "llm" and chat is None:
+                step.warn("grader 'llm' asked for but no chat model is configured; graded offline")
+            result = grade(question, kept, chat=chat, upper=o.upper, lower=o.lower)
+        step.warnings += result.warnings
+        top = max(result.relevance.values(), default=0.0)
+        notes: dict[str, Any] = {**state.notes, "verdict": result.verdict}
+        notes["relevance"] = result.relevance
+        best_top = float(state.notes.get("best_top", -1.0))
+        if kept and top > best_top:
+            notes["best_top"], notes["best_kept"] = top, tuple(kept)
+        elif result.verdict == "incorrect" and state.notes.get("best_kept"):
+            # An earlier iteration found better evidence: keep it for the answer.
+            kept = list(state.notes["best_kept"])
+            step.details["kept_from_earlier"] = True
+        step.details.update(
+            {
+                "outcome": result.verdict,
+                "verdict": result.verdict,
+                "grader": result.source,
+                "reason": result.reason,
+                "question": question,
+                "top_relevance": round(top, 4),
+                "relevance": [
+                    {"chunk_id": cid, "relevance": score} for cid, score in result.relevance.items()
+                ],
+                "model_calls": state.chat_calls - calls_before,
+            }
+        )
+        return state.with_(kept=tuple(kept), notes=notes)
+
+    def summary(self, details: Mapping[str, Any]) -> list[str]:
+        return [
+            str(details.get("verdict", "")),
+            f"by {details.get('grader', '?')}",
+            f"top {details.get('top_relevance', 0)}",
+        ]

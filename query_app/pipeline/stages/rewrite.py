@@ -1,0 +1,62 @@
+"""Rewrite (corrective, incorrect evidence or an ungrounded answer): a new probe.
+
+The chat model writes it when one is configured; offline, pseudo-relevance
+feedback adds discriminative words of the retrieved passages, or the question's
+keywords alone are searched. Retrieval then searches the original question and
+the new probe together (fused by RRF); generation and citations still use the
+original question. Every probe tried is in the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from query_app.pipeline.corrective import rewrite_probe
+from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.stages.base import PipelineState, Stage
+from query_app.pipeline.types import TraceStep
+
+
+class RewriteStage(Stage):
+    name = "rewrite"
+
+    def chat_use(self, options: QueryOptions) -> str:
+        return "its probe rewriter"
+
+    def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
+        question = state.search_question
+        tried = tuple(state.notes.get("probes_tried", ()))
+        calls_before = state.chat_calls
+        judged = rewrite_probe(
+            question,
+            list(state.candidates),
+            attempt=state.iteration,
+            tried=tried,
+            chat=state.chat,
+            rationale=str(state.notes.get("verdict", "")),
+        )
+        step.warnings += judged.warnings
+        probe = judged.label
+        step.details.update(
+            {
+                "probe": probe,
+                "how": judged.reason,
+                "source": judged.source,
+                "because": "ungrounded answer"
+                if state.generation is not None
+                else f"verdict {state.notes.get('verdict', '?')}",
+                "model_calls": state.chat_calls - calls_before,
+            }
+        )
+        # A new answer is made from the new evidence.
+        return state.with_(
+            probes=(question, probe),
+            probe_kind="fusion",
+            generation=None,
+            groundedness=None,
+            notes={**state.notes, "probes_tried": (*tried, probe)},
+        )
+
+    def summary(self, details: Mapping[str, Any]) -> list[str]:
+        return [f"probe {str(details.get('probe', ''))[:60]!r}", str(details.get("how", ""))]
