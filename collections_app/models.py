@@ -173,6 +173,10 @@ class Chunk(models.Model):
     section_path = models.JSONField(default=list, blank=True)
     token_count = models.PositiveIntegerField(default=0)
     metadata = models.JSONField(default=dict, blank=True)
+    # Contextual header embedded before ``text`` (RAG["ingestion"]["chunk_header"]:
+    # document title and section path); never part of ``text``, so citations and
+    # highlights keep pointing at the document's own words.
+    header = models.TextField(blank=True, default="")
     # No fixed dimension: each collection gets its own partial HNSW index over
     # embedding::vector(d) (collections_app.search_index.ddl), so collections of
     # different dimensions all stay index-backed.

@@ -385,6 +385,12 @@ RAG: dict[str, Any] = {
         # Most characters in a chunk; 0 = 8 per token of the budget (a run without
         # spaces is one unknown token for the model however long it is).
         "chunk_max_chars": env_int("RAG_CHUNK_MAX_CHARS", 0),
+        # Contextual chunk header: embedded before each chunk's text (the keyword
+        # index reads the text alone), stored apart from it (Chunk.header) so citations point at the text.
+        # {title}: the document's title, {section}: its section path ("A > B"); a
+        # part that is empty is left out with its separator. "" = no header. A
+        # changed template re-embeds every source (it is in the chunker's fingerprint).
+        "chunk_header": env_str("RAG_CHUNK_HEADER", ""),
         "max_file_bytes": env_int("RAG_MAX_FILE_BYTES", 50 * 1024 * 1024),
         "max_text_chars": env_int("RAG_MAX_TEXT_CHARS", 20_000_000),
         "max_pdf_pages": env_int("RAG_MAX_PDF_PAGES", 2000),

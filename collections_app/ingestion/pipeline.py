@@ -367,7 +367,8 @@ class IngestionRun:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        texts = [d.text for p in pending for d in p.drafts]
+        # The model reads each chunk with its contextual header (title, section path).
+        texts = [d.embedded_text for p in pending for d in p.drafts]
         try:
             vectors = self._embed(texts, pending)
         except (RunInterrupted, *DATABASE_LOST):

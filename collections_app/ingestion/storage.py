@@ -20,6 +20,7 @@ ANALYZE_AFTER_CHUNKS = 1000
 
 UPDATED_FIELDS = [
     "text",
+    "header",
     "char_start",
     "char_end",
     "page",
@@ -64,6 +65,7 @@ def chunks_replace(
             section_path=d.section_path,
             token_count=d.token_count,
             metadata=d.metadata,
+            header=d.header,
             embedding=vec,
         )
         for d, vec in zip(drafts, vectors, strict=True)

@@ -133,6 +133,14 @@ class ChunkDraft:
     section_path: list[str] = field(default_factory=list)
     token_count: int = 0
     metadata: dict[str, object] = field(default_factory=dict)
+    # Contextual header (document title, section path) embedded before ``text``
+    # but stored apart from it, so offsets and citations stay on the text.
+    header: str = ""
+
+    @property
+    def embedded_text(self) -> str:
+        """What the embedding model reads: the header, then the chunk's text."""
+        return f"{self.header}{self.text}" if self.header else self.text
 
 
 @dataclass(frozen=True)

@@ -475,3 +475,39 @@ def test_options_default_from_settings_and_show_in_the_fingerprint(settings, emb
     ).settings_fingerprint()
     assert other != fingerprint
     assert get_chunker("sentence", embedder=embedder).settings_fingerprint() != fingerprint
+
+
+def test_contextual_headers_carry_title_and_section_apart_from_the_text(rag_set, embedder):
+    doc = LoadedDocument(
+        text=_long_document(), kind="markdown", mime="text/markdown", title="Field manual"
+    )
+    plain = get_chunker("recursive", embedder=embedder)
+    rag_set("ingestion.chunk_header", "{title} > {section}\\n")
+    headed = get_chunker("recursive", embedder=embedder)
+
+    without, with_header = plain.chunk(doc), headed.chunk(doc)
+    assert all(d.header == "" and d.embedded_text == d.text for d in without)
+    # The text, offsets and sections are the same: only what is embedded changes.
+    assert [(d.text, d.char_start, d.section_path) for d in with_header] == [
+        (d.text, d.char_start, d.section_path) for d in without
+    ]
+    data = next(d for d in with_header if d.section_path == ["Manual", "Data"])
+    assert data.header == "Field manual > Manual > Data\n"
+    assert data.embedded_text == data.header + data.text
+    assert _span(doc, data) == data.text
+    # A changed template is a changed fingerprint: every source is embedded again.
+    assert headed.settings_fingerprint()["header"] == "{title} > {section}\\n"
+    assert "header" not in plain.settings_fingerprint()
+
+
+def test_a_header_leaves_out_empty_parts_and_a_title_the_chunk_starts_with(rag_set, embedder):
+    rag_set("ingestion.chunk_header", "{title} > {section}\n")
+    chunker = get_chunker("recursive", embedder=embedder)
+    assert chunker.header(title="", section_path=["Install"], text="x") == "Install\n"
+    assert chunker.header(title="Guide", section_path=[], text="x") == "Guide\n"
+    assert chunker.header(title="Guide", section_path=[], text="Guide\n\nIntro") == ""
+    assert chunker.header(title="", section_path=[], text="x") == ""
+    assert len(chunker.header(title="t" * 500, section_path=["s"], text="x")) <= 161
+    rag_set("ingestion.chunk_header", "{chapter}")
+    with pytest.raises(InvalidChunkingOptions, match=re.escape("may name {title} and {section}")):
+        get_chunker("recursive", embedder=embedder)

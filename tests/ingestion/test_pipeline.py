@@ -67,6 +67,31 @@ def test_unchanged_source_costs_no_embeddings(collection, corpus):
     assert collection.index_version == version_before
 
 
+def test_contextual_headers_are_embedded_and_stored_apart_from_the_text(
+    collection, corpus, rag_set
+):
+    from collections_app.embedding import get_embedder
+
+    collection_ingest(collection=collection, locations=[str(corpus)])
+    rag_set("ingestion.chunk_header", "{title} > {section}\n")
+
+    # A changed template changes what is embedded: every source is embedded again.
+    report = collection_ingest(collection=collection, locations=[str(corpus)]).as_dict()
+    assert report["sources_ingested"] == 3
+    assert report["sources_unchanged"] == 0
+    headed = [
+        c for c in Chunk.objects.filter(collection=collection).select_related("source") if c.header
+    ]
+    assert headed
+    embedder = get_embedder()
+    for chunk in headed:
+        # Citations read the text, which is still exactly the document's span.
+        assert chunk.source.text[chunk.char_start : chunk.char_end] == chunk.text
+        assert not chunk.text.startswith(chunk.header.strip())
+        expected = embedder.encode([chunk.header + chunk.text])[0]
+        assert float(expected @ chunk.embedding) == pytest.approx(1.0, abs=1e-3)
+
+
 def analyze_count() -> int:
     with connection.cursor() as cur:
         cur.execute("SELECT pg_stat_clear_snapshot()")

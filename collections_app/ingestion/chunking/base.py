@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,10 @@ OVERLAP_TOKENS = Option(
 # characters per wordpiece; a "word" longer than the tokenizer reads is one [UNK]
 # however long it is, so without a bound in characters 10 MB of "x" is one chunk.
 CHARS_PER_TOKEN_BOUND = 8
+# Most characters of a contextual chunk header: with the 200-token budget it
+# keeps header + chunk inside all-MiniLM-L6-v2's 256-token window.
+HEADER_MAX_CHARS = 160
+_HEADER_SEPARATORS = re.compile(r"^(?:\s*>\s*)+|(?:\s*>\s*)+$")
 
 
 @dataclass
@@ -98,6 +103,7 @@ class Chunker(ABC):
         self.limit = min(int(self.options["chunk_tokens"]), int(embedder.max_tokens))
         self.max_chars_setting = _max_chars_setting()
         self.max_chars = self.max_chars_setting or CHARS_PER_TOKEN_BOUND * self.limit
+        self.header_template = _header_template_setting()
         self.validate()
 
     def validate(self) -> None:
@@ -119,7 +125,38 @@ class Chunker(ABC):
         if self.max_chars_setting:
             # The default bound follows the token budget, which is in the options.
             fingerprint["max_chars"] = self.max_chars_setting
+        if self.header_template:
+            # What is embedded changes with the header: every source is embedded again.
+            fingerprint["header"] = self.header_template
         return fingerprint
+
+    def header(self, *, title: str, section_path: Sequence[str], text: str) -> str:
+        """The contextual header of a chunk, from the configured template ("" when none).
+
+        A title or section the chunk already starts with (the document's first
+        lines, a section's heading) is left out, and an empty part is dropped with its ``>``
+        separator; the header is at most ``HEADER_MAX_CHARS`` characters.
+        """
+        if not self.header_template:
+            return ""
+        # A part the chunk itself starts with (its first heading or line) adds nothing.
+        lead = " ".join(text.lstrip().lstrip("#").split())
+        title = " ".join(title.split())
+        section = " > ".join(" ".join(s.split()) for s in section_path if s.strip())
+        if section == title or lead.startswith(section):
+            section = ""
+        if lead.startswith(title):
+            title = ""
+        if not title and not section:
+            return ""
+        lines = [
+            _HEADER_SEPARATORS.sub("", line).strip()
+            for line in self.header_template.format_map({"title": title, "section": section})
+            .replace("\\n", "\n")
+            .split("\n")
+        ]
+        body = "\n".join(line for line in lines if line)[:HEADER_MAX_CHARS].strip()
+        return f"{body}\n" if body else ""
 
     def chunk(self, doc: LoadedDocument) -> list[ChunkDraft]:
         """Cut ``doc`` into chunk drafts with offsets, pages and section paths."""
@@ -144,14 +181,18 @@ class Chunker(ABC):
                     if prefix:
                         text = f"{prefix}\n\n{body}"
                         metadata["text_offset"] = len(prefix) + 2
+                    section_path = structure.section_path_at(start)
                     drafts.append(
                         ChunkDraft(
                             text=text,
+                            header=self.header(
+                                title=doc.title, section_path=section_path, text=text
+                            ),
                             ordinal=len(drafts),
                             char_start=start,
                             char_end=end,
                             page=segment.page,
-                            section_path=structure.section_path_at(start),
+                            section_path=section_path,
                             token_count=tokens + prefix_tokens,
                             metadata=metadata,
                         )
@@ -268,3 +309,18 @@ def _unknown(name: str, known: list[str]) -> UnknownChunker:
 
 CHUNKERS: Registry[type[Chunker]] = Registry("chunking strategy", unknown=_unknown)
 """Strategy classes by name; each registers itself where it is defined."""
+
+
+def _header_template_setting() -> str:
+    """``RAG["ingestion"]["chunk_header"]``, checked: only {title} and {section} are known."""
+    from django.conf import settings
+
+    template = str(settings.RAG.get("ingestion", {}).get("chunk_header") or "")
+    try:
+        template.format_map({"title": "", "section": ""})
+    except (KeyError, ValueError, IndexError) as exc:
+        raise InvalidChunkingOptions(
+            f"RAG['ingestion']['chunk_header'] {template!r} is not a valid template "
+            f"({exc!r}); it may name {{title}} and {{section}}"
+        ) from None
+    return template
