@@ -286,6 +286,7 @@ def grade(
         ],
         max_tokens=300,
         what="grading",
+        fallback="used the offline grader",
     )
     parsed = parse_grade(reply or "", len(kept))
     if parsed is not None:
@@ -360,15 +361,28 @@ def prf_terms(
 
 
 def rewrite_offline(
-    question: str, candidates: Sequence[Candidate], *, attempt: int
+    question: str, candidates: Sequence[Candidate], *, attempt: int, tried: Sequence[str] = ()
 ) -> tuple[str, str]:
-    """Odd attempts: pseudo-relevance feedback; even ones: the keywords alone."""
-    keywords = " ".join(dict.fromkeys(w.lower() for w in content_words(question)))
-    if attempt % 2 == 1 and candidates:
-        terms = prf_terms(question, candidates[:3], candidates[3:])
-        if terms:
-            return f"{keywords} {' '.join(terms)}".strip(), "pseudo-relevance feedback"
-    return keywords or question, "keywords only"
+    """The first untried of: pseudo-relevance feedback from the top passages, the
+    keywords alone, feedback from deeper passages; attempts alternate between them.
+
+    When every one was tried, the last is searched again (the budget is still spent).
+    """
+    keywords = " ".join(dict.fromkeys(w.lower() for w in content_words(question))) or question
+    options: list[tuple[str, str]] = []
+    top = prf_terms(question, candidates[:3], candidates[3:]) if candidates else []
+    if top:
+        options.append((f"{keywords} {' '.join(top)}", "pseudo-relevance feedback"))
+    options.append((keywords, "keywords only"))
+    deep = prf_terms(question, candidates[3:8], candidates[8:], n=6) if candidates else []
+    if deep:
+        options.append((f"{keywords} {' '.join(deep)}", "feedback from deeper passages"))
+    start = (attempt - 1) % len(options) if attempt > 0 else 0
+    ordered = options[start:] + options[:start]
+    for probe, how in ordered:
+        if probe not in tried:
+            return probe, how
+    return ordered[0][0], f"{ordered[0][1]} (every offline probe was tried)"
 
 
 _REWRITE_PROMPT = """\
@@ -405,9 +419,7 @@ def rewrite_probe(
         warnings.append(
             warning or f"the chat model's rewrite was unusable ({_short(reply)}); used rules"
         )
-    probe, how = rewrite_offline(question, candidates, attempt=attempt)
-    if probe in tried:
-        probe, how = rewrite_offline(question, candidates, attempt=attempt + 1)
+    probe, how = rewrite_offline(question, candidates, attempt=attempt, tried=tried)
     return Judgement(probe, how, "heuristic", warnings, 1 if chat else 0)
 
 
@@ -415,12 +427,17 @@ def rewrite_probe(
 
 
 def _ask(
-    chat: ChatClient, messages: list[dict[str, str]], *, max_tokens: int, what: str
+    chat: ChatClient,
+    messages: list[dict[str, str]],
+    *,
+    max_tokens: int,
+    what: str,
+    fallback: str = "used rules",
 ) -> tuple[str | None, str]:
     try:
         return chat.complete(messages, temperature=0.0, max_tokens=max_tokens), ""
     except ChatError as exc:
-        return None, f"the chat model {chat.name} failed during {what} ({exc}); used rules"
+        return None, f"the chat model {chat.name} failed during {what} ({exc}); {fallback}"
 
 
 def _first_label(text: str, labels: Sequence[str]) -> str:
