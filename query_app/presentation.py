@@ -281,3 +281,48 @@ def trace_html(rows: Iterable[StageRow]) -> SafeString:
     if not parts:
         return mark_safe('<p class="muted small">No trace was recorded.</p>')
     return mark_safe("".join(parts))  # every value above is escaped
+
+
+def path_timeline_html(trace: Iterable[Mapping[str, Any]]) -> SafeString:
+    """The corrective and adaptive graphs' path as a compact timeline, every value escaped.
+
+    One item per node run: node, iteration, and what it decided (triage label,
+    route, verdict, rewritten probe, sub-questions). Empty for a linear run.
+    """
+    steps = list(trace)
+    if not any(s.get("stage") == "graph" for s in steps):
+        return mark_safe("")
+    items = []
+    for step in steps:
+        node = str(step.get("node") or step.get("stage") or "?")
+        if node == "end":
+            continue
+        details = step.get("details") or {}
+        said = ""
+        for key in ("label", "route", "verdict"):
+            if details.get(key):
+                said = str(details[key])
+                break
+        if details.get("probe"):
+            said = f"probe “{details['probe']}”"
+        elif details.get("sub_questions"):
+            said = " · ".join(str(q) for q in details["sub_questions"])
+        elif step.get("node") == "respond" and details.get("decision"):
+            said = str(details["decision"])
+        classes = "step"
+        if step.get("warnings"):
+            classes += " warned"
+        items.append(
+            format_html(
+                '<li class="{}"><span class="node">{}</span>'
+                '<span class="iteration" title="iteration">#{}</span>{}</li>',
+                classes,
+                node,
+                int(step.get("iteration") or 0),
+                format_html('<span class="said">{}</span>', said) if said else "",
+            )
+        )
+    return format_html(
+        '<ol class="path-timeline small" aria-label="Path taken">{}</ol>',
+        mark_safe("".join(items)),  # each item is escaped above
+    )

@@ -45,12 +45,14 @@ from query_app.model_settings import (
     model_settings_save,
 )
 from query_app.models import Conversation, QueryRun
+from query_app.pipeline.graph import graph_flags
 from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, TokenEvent
 from query_app.presentation import (
     StageRow,
     answer_html,
     citation_shown,
     passage_preview,
+    path_timeline_html,
     stage_summary,
     trace_html,
     trace_rows,
@@ -100,6 +102,16 @@ class AnswerView:
     @property
     def trace_html(self) -> SafeString:
         return trace_html(self.rows)
+
+    @property
+    def path_html(self) -> SafeString:
+        """The corrective and adaptive graphs' path (empty for a linear profile)."""
+        return path_timeline_html(self.run.trace or [])
+
+    @property
+    def flags(self) -> dict[str, Any]:
+        """low_confidence (with its reason) and the adaptive route, from the trace."""
+        return graph_flags(self.run.trace or [])
 
     @property
     def target(self) -> str:

@@ -118,7 +118,10 @@ def test_the_profile_picker_says_what_each_profile_runs_here(alice, collection, 
         "cross-encoder reranker not configured, skipped</option>"
     ) in page
     notes = page.split('class="profile-notes')[1].split("</ul>")[0]
-    assert "balanced, quality: cross-encoder reranker not configured, skipped." in notes
+    assert (
+        "adaptive, balanced, corrective, quality: cross-encoder reranker not configured, skipped."
+        in notes
+    )
     assert "To enable it, set the cross-encoder on the Models page" in notes
 
 
@@ -301,7 +304,7 @@ def test_the_ask_page_carries_each_profiles_stages_for_its_progress_list(alice, 
     script = re.search(r'<script id="profile-stages" type="application/json">(.+?)</script>', page)
     assert script is not None
     stages = json.loads(script.group(1))
-    assert set(stages) == {"fast", "balanced", "quality"}
+    assert set(stages) == {"fast", "balanced", "quality", "corrective", "adaptive"}
     assert stages["balanced"] == [
         "transform",
         "retrieve",
