@@ -176,7 +176,7 @@ class Chunk(models.Model):
     # Contextual header embedded before ``text`` (RAG["ingestion"]["chunk_header"]:
     # document title and section path); never part of ``text``, so citations and
     # highlights keep pointing at the document's own words.
-    header = models.TextField(blank=True, default="")
+    header = models.TextField(blank=True, default="", db_default="")
     # No fixed dimension: each collection gets its own partial HNSW index over
     # embedding::vector(d) (collections_app.search_index.ddl), so collections of
     # different dimensions all stay index-backed.

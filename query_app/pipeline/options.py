@@ -48,6 +48,11 @@ class RetrievalOptions:
     fusion: str = "rrf"
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    # At most this many chunks of one document among a probe's candidates
+    # (0 = no limit). The legs then read ``per_document_pool`` times deeper so
+    # that one long document's many chunks cannot crowd the others out.
+    per_document: int = 0
+    per_document_pool: int = 4
     keyword_ranking: str = "bm25"  # bm25 | ts_rank_cd
     bm25_k1: float = 1.2
     bm25_b: float = 0.75

@@ -21,7 +21,7 @@ from collections_app.embedding import Embedder, get_embedder
 from collections_app.models import Chunk, Collection
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.keyword import KeywordResult, keyword_search
-from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.options import MAX_EF_SEARCH, QueryOptions
 from query_app.pipeline.types import Candidate, LegHit
 from ragsite.registry import Registry
 
@@ -157,6 +157,14 @@ def retrieve_probe(
         vector=vector if "vector" in legs else None,
         with_embeddings=with_embeddings,
     )
+    if options.retrieval.per_document:
+        order = _per_document(order, rows, limit=options.retrieval.per_document)
+        found.details["per_document"] = {
+            "limit": options.retrieval.per_document,
+            "read": len(rows),
+            "kept": min(len(order), options.candidate_k),
+        }
+        order = order[: options.candidate_k]
     candidates = [
         _candidate(
             row,
@@ -173,6 +181,29 @@ def retrieve_probe(
         if (row := rows.get(cid)) is not None
     ]
     return ProbeResult(candidates=candidates, details=found.details, warnings=found.warnings)
+
+
+def _per_document(order: list[str], rows: Mapping[str, Chunk], *, limit: int) -> list[str]:
+    """``order`` keeping at most ``limit`` chunks of each source (the best ones)."""
+    taken: dict[int, int] = {}
+    kept: list[str] = []
+    for cid in order:
+        row = rows.get(cid)
+        if row is None:
+            continue
+        count = taken.get(row.source_id, 0)
+        if count < limit:
+            taken[row.source_id] = count + 1
+            kept.append(cid)
+    return kept
+
+
+def leg_depth(options: QueryOptions) -> int:
+    """How many chunks each leg reads: deeper when chunks are collapsed per document."""
+    k = options.candidate_k
+    if options.retrieval.per_document:
+        k *= options.retrieval.per_document_pool
+    return k
 
 
 @dataclass
@@ -196,15 +227,14 @@ def _legs_run(
     keyword: KeywordResult | None,
 ) -> _LegHits:
     found = _LegHits()
-    k = options.candidate_k
+    k = leg_depth(options)
     if "vector" in legs and vector is not None:
+        # HNSW returns at most ef_search neighbours: never fewer than the depth read.
+        ef_search = min(MAX_EF_SEARCH, max(options.ef_search, k))
         found.hits["vector"] = _vector_hits(
-            collection=collection, vector=vector, k=k, ef_search=options.ef_search
+            collection=collection, vector=vector, k=k, ef_search=ef_search
         )
-        found.details["vector"] = {
-            "hits": len(found.hits["vector"]),
-            "ef_search": options.ef_search,
-        }
+        found.details["vector"] = {"hits": len(found.hits["vector"]), "ef_search": ef_search}
     if "keyword" in legs:
         result = keyword or keyword_search(
             collection=collection, text=probe, k=k, options=options.retrieval
@@ -249,7 +279,7 @@ def _ranked(
             leg_ranks.get("vector", {}).get(cid, LegHit(10**9, 0)).rank,
             cid,
         ),
-    )[: options.candidate_k]
+    )[: leg_depth(options)]
     found.details["fusion"] = {"method": method, "k": rrf_k, "fused": len(fused)}
     if method == "evidence":
         found.details["fusion"]["weights"] = {

@@ -290,6 +290,37 @@ def test_bm25_prefers_rare_terms_over_common_ones(db):
     assert texts[hits[0].chunk_id] == rare
 
 
+def test_per_document_keeps_one_long_document_from_crowding_the_candidates(db, reader):
+    manual = [f"Backup retention, part {n}: backup copies and backup schedules." for n in range(8)]
+    indexed_collection(
+        [
+            Doc(location="/manual.md", chunks=manual),
+            Doc(location="/faq.md", chunks=["How long are backups kept? Thirty days."]),
+        ],
+        slug="crowded",
+        members={reader: "read"},
+    )
+
+    def sources(per_document: int) -> list[str]:
+        run = query_retrieve(
+            user=reader,
+            request=QueryRequest(
+                collection="crowded",
+                question="backup retention",
+                overrides={
+                    "retrieval": {"mode": "hybrid", "candidate_k": 3, "per_document": per_document}
+                },
+                top_n=3,
+            ),
+        )
+        return [c["source"] for c in run.citations]
+
+    crowded = sources(0)
+    collapsed = sources(1)
+    assert crowded == ["/manual.md"] * 3
+    assert sorted(collapsed) == ["/faq.md", "/manual.md"]
+
+
 def test_missing_term_statistics_fall_back_to_ts_rank_cd_with_a_warning(kb):
     Collection.objects.filter(pk=kb.pk).update(keyword_stats={})
     kb.refresh_from_db()

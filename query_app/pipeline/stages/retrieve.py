@@ -8,7 +8,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypedDict, cast
 
 from query_app.pipeline.keyword import KeywordResult, keyword_search
-from query_app.pipeline.retrieval import RETRIEVAL_MODES, collection_embedder, retrieve_probe
+from query_app.pipeline.retrieval import (
+    RETRIEVAL_MODES,
+    collection_embedder,
+    leg_depth,
+    retrieve_probe,
+)
 from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
 from query_app.pipeline.types import TraceStep
 
@@ -66,7 +71,7 @@ class RetrieveStage(Stage):
                 vectors = list(embedder.encode(probes))
         if "keyword" in legs:
             keyword = [
-                keyword_search(collection=collection, text=p, k=o.candidate_k, options=o.retrieval)
+                keyword_search(collection=collection, text=p, k=leg_depth(o), options=o.retrieval)
                 for p in probes
             ]
         if encoding is not None:
