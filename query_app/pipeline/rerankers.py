@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -143,9 +144,31 @@ def _onnx_file(directory: Path) -> Path | None:
     return None
 
 
-@lru_cache(maxsize=4)
+# A model that failed to load is not tried again for this long: the ask page asks
+# every profile what it can run, and a model id missing from the cache takes a
+# tenth of a second to fail each time.
+FAILED_LOAD_RETRY_S = 60.0
+_failed_loads: dict[tuple[str, int], tuple[float, RerankerModelError]] = {}
+
+
 def load_cross_encoder(model: str, max_length: int) -> PairScorer:
-    """Load (once per process) the configured cross-encoder."""
+    """The configured cross-encoder, loaded once per process.
+
+    Raises RerankerNotConfigured without a model, RerankerModelError when it
+    cannot be loaded (remembered for FAILED_LOAD_RETRY_S seconds).
+    """
+    failed = _failed_loads.get((model, max_length))
+    if failed is not None and time.monotonic() - failed[0] < FAILED_LOAD_RETRY_S:
+        raise failed[1]
+    try:
+        return _cross_encoder_cached(model, max_length)
+    except RerankerModelError as exc:
+        _failed_loads[(model, max_length)] = (time.monotonic(), exc)
+        raise
+
+
+@lru_cache(maxsize=4)
+def _cross_encoder_cached(model: str, max_length: int) -> PairScorer:
     if not model:
         raise RerankerNotConfigured(
             "the cross-encoder reranker needs a model and none is configured: set "

@@ -49,7 +49,9 @@ def _model_scores(model_dir, candidates, texts) -> np.ndarray:
     return model.predict([(REFUND_QUESTION, texts[c["chunk_id"]]) for c in candidates])
 
 
-def test_cross_encoder_orders_candidates_by_its_own_scores(kb, reader, tiny_model):
+def test_cross_encoder_orders_candidates_by_its_own_scores(kb, reader, tiny_model, rag_set):
+    # The deployment names the model (administrators only); a request picks the reranker.
+    rag_set("query.rerank.model", str(tiny_model))
     candidates = _candidates(reader)
     texts = dict(kb.chunks.values_list("id", "text"))
     scores = _model_scores(tiny_model, candidates, texts)
@@ -62,7 +64,7 @@ def test_cross_encoder_orders_candidates_by_its_own_scores(kb, reader, tiny_mode
             question=REFUND_QUESTION,
             overrides={
                 "retrieval": {"candidate_k": 8},
-                "rerank": {"kind": "cross-encoder", "top_n": 3, "model": str(tiny_model)},
+                "rerank": {"kind": "cross-encoder", "top_n": 3},
                 "floor": {"min_vector_similarity": None},
             },
         ),
@@ -78,31 +80,17 @@ def test_cross_encoder_orders_candidates_by_its_own_scores(kb, reader, tiny_mode
     )
 
 
-def test_onnx_cross_encoder_gives_the_same_scores(kb, reader, tiny_model, tiny_onnx_model):
+def test_onnx_cross_encoder_gives_the_same_scores(kb, reader, tiny_model, tiny_onnx_model, rag_set):
     overrides = {
         "retrieval": {"candidate_k": 8},
         "rerank": {"kind": "cross-encoder", "top_n": 4},
         "floor": {"min_vector_similarity": None},
     }
-    torch_run = query_retrieve(
-        user=reader,
-        request=QueryRequest(
-            collection="kb",
-            question=REFUND_QUESTION,
-            overrides={**overrides, "rerank": {**overrides["rerank"], "model": str(tiny_model)}},
-        ),
-    )
-    onnx_run = query_retrieve(
-        user=reader,
-        request=QueryRequest(
-            collection="kb",
-            question=REFUND_QUESTION,
-            overrides={
-                **overrides,
-                "rerank": {**overrides["rerank"], "model": str(tiny_onnx_model)},
-            },
-        ),
-    )
+    request = QueryRequest(collection="kb", question=REFUND_QUESTION, overrides=overrides)
+    rag_set("query.rerank.model", str(tiny_model))
+    torch_run = query_retrieve(user=reader, request=request)
+    rag_set("query.rerank.model", str(tiny_onnx_model))
+    onnx_run = query_retrieve(user=reader, request=request)
     assert [c["chunk_id"] for c in onnx_run.citations] == [
         c["chunk_id"] for c in torch_run.citations
     ]
@@ -181,10 +169,11 @@ def test_rerank_required_keeps_the_clear_error_naming_the_setting(kb, reader, ra
     assert not QueryRun.objects.exists()
 
 
-def test_a_model_that_cannot_be_loaded_is_reported(kb, reader, tmp_path):
+def test_a_model_that_cannot_be_loaded_is_reported(kb, reader, tmp_path, rag_set):
     missing = tmp_path / "no-such-model"
     missing.mkdir()
-    overrides = {"rerank": {"kind": "cross-encoder", "model": str(missing)}}
+    rag_set("query.rerank.model", str(missing))
+    overrides = {"rerank": {"kind": "cross-encoder"}}
     run = query_answer(
         user=reader,
         request=QueryRequest(collection="kb", question=REFUND_QUESTION, overrides=overrides),
