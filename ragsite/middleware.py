@@ -28,8 +28,8 @@ PAGE = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body style="font-family: system-ui, sans-serif; max-width: 36rem; margin: 4rem auto; padding: 0 1rem">
 <h1>Temporarily unavailable</h1>
-<p>ragsite cannot reach its database right now. Nothing you sent before this was lost;
-please try again in a moment.</p>
+<p>ragsite cannot reach its database right now, so this page cannot be shown and
+anything this request sent was not saved. Please try again in a moment.</p>
 </body></html>
 """
 
