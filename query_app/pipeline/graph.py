@@ -254,7 +254,16 @@ def graph_run(
     stop_reason = ""
     node = graph.start
 
+    warned: set[tuple[str, str]] = set()
+
     def traced(step: TraceStep) -> StepEvent:
+        # A warning a loop repeats (a reranker missing here) is said once; later
+        # steps count the repeats.
+        fresh = [w for w in step.warnings if (step.stage, w) not in warned]
+        if len(fresh) < len(step.warnings):
+            step.details["repeated_warnings"] = len(step.warnings) - len(fresh)
+            step.warnings = fresh
+        warned.update((step.stage, w) for w in fresh)
         for warning in step.warnings:
             logger.info("%s node: %s", step.node, warning)
         trace.append(step)
