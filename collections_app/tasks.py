@@ -16,6 +16,10 @@ from collections_app.services import ingestion_job_execute, ingestion_jobs_drain
 
 logger = logging.getLogger(__name__)
 
+# One message drains the queue for at most this long, then hands over to a new
+# message: a worker told to stop never waits for more than the job in hand.
+DRAIN_SECONDS = 300.0
+
 
 @shared_task(bind=True, acks_late=True, ignore_result=True)
 def ingestion_job_run_task(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
@@ -27,11 +31,8 @@ def ingestion_job_run_task(self, job_id: int) -> None:  # type: ignore[no-untype
     job runs. A vanished job is logged and ignored; a failed job is recorded on
     its row, so nothing is retried here.
     """
-    if not self.request.is_eager:
-        ingestion_jobs_drain()
-        return
-    if not job_id:
-        ingestion_jobs_drain()
+    if not self.request.is_eager or not job_id:
+        ingestion_jobs_drain(max_seconds=DRAIN_SECONDS)
         return
     job = IngestionJob.objects.select_related("collection", "created_by").filter(pk=job_id).first()
     if job is None:

@@ -460,15 +460,22 @@ def ingestion_job_execute(*, job: IngestionJob) -> IngestionReport | None:
     return _job_run(claimed, worker=worker, into=job)
 
 
-def ingestion_jobs_drain(*, worker: str | None = None) -> int:
+def ingestion_jobs_drain(*, worker: str | None = None, max_seconds: float | None = None) -> int:
     """Claim and run queued jobs, fairest first, until none is left; return how many ran.
 
     Stops early when the worker is shutting down or the database is lost (the
-    periodic check wakes a worker again once it is back).
+    periodic check wakes a worker again once it is back). After ``max_seconds``
+    it starts no further job and wakes a worker for the ones left, so a worker
+    asked to stop (a prefork child finishes its task first) waits for one job.
     """
     worker = worker or worker_identity()
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     ran = 0
     while not worker_stopping.is_set():
+        if deadline is not None and time.monotonic() > deadline:
+            if IngestionJob.objects.filter(status=IngestionJob.Status.QUEUED).exists():
+                ingestion_jobs_wake()
+            break
         job = ingestion_job_claim(worker=worker)
         if job is None:
             break

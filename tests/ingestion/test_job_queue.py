@@ -109,7 +109,7 @@ def test_a_jobs_counts_move_while_a_large_source_is_embedded(user, collection, t
         "# Handbook\n\n"
         + "\n\n".join(
             f"Section {n} explains rule {n}. " + " ".join(f"rule{n}word{k}" for k in range(30))
-            for n in range(400)
+            for n in range(300)
         )
     )
     job, _ = ingestion_job_create(
@@ -136,7 +136,7 @@ def test_a_jobs_counts_move_while_a_large_source_is_embedded(user, collection, t
     job.refresh_from_db()
     assert job.status == "succeeded"
     total = job.embeddings_computed
-    assert total >= 400
+    assert total >= 300
     with connection.cursor() as cur:
         cur.execute(
             "SELECT embeddings, current FROM job_writes "
@@ -146,3 +146,18 @@ def test_a_jobs_counts_move_while_a_large_source_is_embedded(user, collection, t
     # Seen part-way through the embedding, before any chunk was stored.
     assert any(0 < embedded < total for embedded, _ in during), during
     assert any("embedding handbook" in current.lower() for _, current in during), during
+
+
+def test_a_drain_past_its_time_leaves_the_rest_to_a_new_message(
+    user, collection, no_quotas, django_capture_on_commit_callbacks
+):
+    job, _ = ingestion_job_create(collection=collection, user=user, locations=["/nowhere.md"])
+
+    with django_capture_on_commit_callbacks() as wake_ups:
+        ran = ingestion_jobs_drain(worker="w:1", max_seconds=0)
+
+    assert ran == 0
+    job.refresh_from_db()
+    assert job.status == "queued"
+    # A worker is woken for it once this transaction commits.
+    assert len(wake_ups) == 1
