@@ -32,6 +32,8 @@ REQUIRED_TAGS = {
     "refuse",
     "injection",
     "corrective",
+    "multi-hop",
+    "vocabulary-gap",
 }
 PLANTED = re.compile(r"ignore (all )?previous instructions|disregard all", re.IGNORECASE)
 
@@ -132,3 +134,12 @@ def test_corrective_cases_need_a_second_document(dataset):
     corrective = [case for case in dataset.cases if "corrective" in case.tags]
     assert len(corrective) >= 5
     assert all(len(case.relevant_sources) >= 2 for case in corrective)
+
+
+def test_multi_hop_and_vocabulary_gap_cases_for_the_corrective_profiles(dataset):
+    multi_hop = [case for case in dataset.cases if "multi-hop" in case.tags]
+    gap = [case for case in dataset.cases if "vocabulary-gap" in case.tags]
+    assert len(multi_hop) >= 15 and len(gap) >= 15
+    # A multi-hop answer needs two documents, each named by the case.
+    assert all(len(case.relevant_sources) >= 2 for case in multi_hop)
+    assert all(case.expected and not case.should_refuse for case in multi_hop + gap)

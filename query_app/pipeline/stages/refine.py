@@ -1,6 +1,7 @@
 """Refine (corrective, ambiguous evidence): keep the relevant chunks and sentences.
 
-Chunks the grader scored below 0.5 are dropped (never the best one), and each
+Chunks the grader scored below 0.5 and below half the best chunk's relevance
+are dropped (never the best one; none for a retrieval-only ranking), and each
 remaining chunk is narrowed to the span from its first to its last sentence that
 shares a word with the question (offsets follow, so citations still point at the
 exact text). The working set is never emptied.
@@ -48,9 +49,16 @@ class RefineStage(Stage):
     def execute(self, state: PipelineState, step: TraceStep) -> PipelineState:
         relevance: Mapping[str, float] = state.notes.get("relevance") or {}
         kept = list(state.kept)
-        chosen = [c for c in kept if relevance.get(c.chunk_id, 1.0) >= KEEP_RELEVANCE]
-        if not chosen:
-            chosen = [max(kept, key=lambda c: relevance.get(c.chunk_id, 0.0))]
+        top = max((relevance.get(c.chunk_id, 0.0) for c in kept), default=0.0)
+        if state.query.retrieval_only:
+            # A ranking is asked for: every passage stays, each narrowed.
+            chosen = kept
+        else:
+            # Chunks far below the best one (under half its relevance, and under the
+            # absolute threshold) are dropped; the best one always stays.
+            chosen = [
+                c for c in kept if relevance.get(c.chunk_id, 1.0) >= min(KEEP_RELEVANCE, top * 0.5)
+            ] or [max(kept, key=lambda c: relevance.get(c.chunk_id, 0.0))]
         wanted = set(content_terms(state.answer_question))
         narrowed = [narrow(c, wanted) for c in chosen]
         chars_before = sum(len(c.text) for c in chosen)
