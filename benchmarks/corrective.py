@@ -1,0 +1,223 @@
+#!/usr/bin/env python
+"""Corrective and adaptive answering against fast and balanced, offline, on the golden set.
+
+Runs the evaluation harness (the same calls as ``rag eval --offline
+--without-cross-encoder``) for fast, balanced, corrective and adaptive, then
+reports per profile recall@5, MRR, nDCG@10, the answer metrics, mean model calls
+and graph/stage steps run, and p50/p95 latency; then the targets of issue 11 as
+paired bootstrap differences (95 % intervals, case-level resampling):
+
+- corrective vs balanced on the cases tagged ``corrective``, ``multi-hop`` and
+  ``vocabulary-gap`` (better beyond the interval?);
+- corrective vs balanced on all cases (never worse beyond the interval?);
+- adaptive vs the best profile's quality, and adaptive's mean latency as a share of
+  the best profile's (target: within the interval at <= 60 %).
+
+Usage: .venv/bin/python benchmarks/corrective.py [--json out.json] [--iterations 2000]
+Offline: extractive answers, heuristic judges, no cross-encoder (rerank.kind=none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from _django import ROOT, django_setup
+
+PROFILES = ("fast", "balanced", "corrective", "adaptive")
+METRICS = (
+    "recall@5",
+    "mrr",
+    "ndcg@10",
+    "expected_match",
+    "refusal_accuracy",
+    "citation_validity",
+    "groundedness",
+)
+SUBSETS = {
+    "all": None,
+    "corrective+multi-hop": {"corrective", "multi-hop"},
+    "vocabulary-gap": {"vocabulary-gap"},
+}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def quality(metrics: dict[str, Any]) -> float | None:
+    """One per-case quality figure: the mean of recall@5, MRR and expected match."""
+    values = [metrics.get(m) for m in ("recall@5", "mrr", "expected_match")]
+    present = [float(v) for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def paired(
+    a: dict[str, float | None], b: dict[str, float | None], *, iterations: int, seed: int
+) -> dict[str, Any]:
+    """Mean of a - b over the cases both scored, with a bootstrap 95 % interval."""
+    diffs = [a[k] - b[k] for k in a if k in b and a[k] is not None and b[k] is not None]  # type: ignore[operator]
+    if not diffs:
+        return {"n": 0}
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(iterations))
+    low, high = means[int(0.025 * iterations)], means[int(0.975 * iterations) - 1]
+    return {
+        "n": len(diffs),
+        "mean": statistics.fmean(diffs),
+        "low": low,
+        "high": high,
+        "better": low > 0,
+        "worse": high < 0,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", type=Path, default=ROOT / "eval/golden/dataset.yaml")
+    parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    django_setup("ragsite_bench_corrective")
+
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from eval_app.models import EvalCaseResult
+    from eval_app.services import eval_run_create, eval_run_execute
+
+    run = eval_run_create(
+        dataset_path=args.dataset,
+        compare=",".join(PROFILES),
+        offline=True,
+        k_values=[5, 10],
+        depth=10,
+        beir=False,
+        limit=None,
+        without_cross_encoder=True,
+        retrieval_only=False,
+        baseline=None,
+    )
+    run = eval_run_execute(run=run, on_progress=None)
+    if run.status != "succeeded":
+        print(f"evaluation run {run.pk} {run.status}: {run.error}", file=sys.stderr)
+        return 1
+    results = list(EvalCaseResult.objects.filter(run=run))
+    labels = sorted({r.profile for r in results})
+    label_of = {name: next(lb for lb in labels if lb.split(":")[0] == name) for name in PROFILES}
+    by_profile = {name: [r for r in results if r.profile == label_of[name]] for name in PROFILES}
+
+    report: dict[str, Any] = {"run": run.pk, "profiles": {}, "targets": {}}
+    for name, rows in by_profile.items():
+        figures: dict[str, Any] = {"cases": len(rows)}
+        for subset, tags in SUBSETS.items():
+            chosen = [r for r in rows if tags is None or tags & set(r.tags)]
+            figures[subset] = {
+                m: statistics.fmean(vals)
+                if (vals := [r.metrics[m] for r in chosen if r.metrics.get(m) is not None])
+                else None
+                for m in METRICS
+            }
+            figures[subset]["n"] = len(chosen)
+        latencies = [r.latency_ms for r in rows if not r.error]
+        figures["latency_p50_ms"] = percentile(latencies, 0.5)
+        figures["latency_p95_ms"] = percentile(latencies, 0.95)
+        figures["latency_mean_ms"] = statistics.fmean(latencies) if latencies else 0.0
+        figures["model_calls_mean"] = statistics.fmean(r.model_calls for r in rows)
+        figures["steps_mean"] = statistics.fmean(
+            len([s for s in r.trace if s.get("stage") != "graph"]) for r in rows
+        )
+        figures["rewrites_mean"] = statistics.fmean(
+            len([s for s in r.trace if s.get("stage") == "rewrite"]) for r in rows
+        )
+        figures["low_confidence"] = sum(
+            1
+            for r in rows
+            if any(
+                s.get("stage") == "graph" and s["details"].get("low_confidence") for s in r.trace
+            )
+        )
+        report["profiles"][name] = figures
+
+    def per_case(name: str, metric: str, tags: set[str] | None) -> dict[str, float | None]:
+        return {
+            r.case_id: (quality(r.metrics) if metric == "quality" else r.metrics.get(metric))
+            for r in by_profile[name]
+            if tags is None or tags & set(r.tags)
+        }
+
+    targets = report["targets"]
+    for subset, tags in SUBSETS.items():
+        for metric in ("quality", "recall@5", "mrr", "expected_match"):
+            targets[f"corrective-balanced {subset} {metric}"] = paired(
+                per_case("corrective", metric, tags),
+                per_case("balanced", metric, tags),
+                iterations=args.iterations,
+                seed=11,
+            )
+    means = {
+        name: statistics.fmean(v for v in per_case(name, "quality", None).values() if v is not None)
+        for name in PROFILES
+        if name != "adaptive"
+    }
+    best = max(means, key=lambda n: means[n])
+    targets["best profile by quality"] = best
+    targets[f"adaptive-{best} all quality"] = paired(
+        per_case("adaptive", "quality", None),
+        per_case(best, "quality", None),
+        iterations=args.iterations,
+        seed=11,
+    )
+    targets["adaptive latency share of best"] = report["profiles"]["adaptive"][
+        "latency_mean_ms"
+    ] / max(report["profiles"][best]["latency_mean_ms"], 1e-9)
+
+    print(f"evaluation run {run.pk}; offline, rerank.kind=none; {len(results)} case results")
+    header = f"{'profile':<11}" + "".join(f"{m:>18}" for m in METRICS)
+    for subset in SUBSETS:
+        print(f"\n{subset}")
+        print(header)
+        for name in PROFILES:
+            row = report["profiles"][name][subset]
+            print(
+                f"{name:<11}"
+                + "".join(
+                    f"{'—' if row[m] is None else format(row[m], '.3f'):>18}" for m in METRICS
+                )
+                + f"   n={row['n']}"
+            )
+    print("\ncost")
+    for name in PROFILES:
+        f = report["profiles"][name]
+        print(
+            f"{name:<11} model calls {f['model_calls_mean']:.2f}  steps {f['steps_mean']:.1f}  "
+            f"rewrites {f['rewrites_mean']:.2f}  low-confidence {f['low_confidence']}  "
+            f"p50 {f['latency_p50_ms']:.0f} ms  p95 {f['latency_p95_ms']:.0f} ms  "
+            f"mean {f['latency_mean_ms']:.0f} ms"
+        )
+    print("\ntargets (paired differences, bootstrap 95 % interval)")
+    for key, value in targets.items():
+        if isinstance(value, dict) and value.get("n"):
+            verdict = "better" if value["better"] else "worse" if value["worse"] else "within CI"
+            print(
+                f"  {key:<52} {value['mean']:+.3f} [{value['low']:+.3f}, {value['high']:+.3f}]"
+                f"  n={value['n']}  {verdict}"
+            )
+        else:
+            print(f"  {key:<52} {value}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
