@@ -62,12 +62,92 @@ def _index_size(slug: str) -> tuple[int, int]:
     return chunks, size
 
 
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    import json
+
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def plain_baseline(path: Path, *, words: int = 200, overlap: int = 50) -> tuple[list[str], float]:
+    """The plain model on ``words``-word passages (``overlap`` repeated), document = best passage.
+
+    No chunker, no index: every passage of every document is embedded with the
+    collection's model (embeddings cached under /tmp by the corpus' digest) and
+    each query ranks documents by their best passage's cosine. Returns the
+    table cells and the passages embedded per second (raw model encode).
+    """
+    import hashlib
+
+    import numpy as np
+
+    from collections_app.embedding import get_embedder
+    from eval_app.metrics import bootstrap_ci, mrr, ndcg_at_k, recall_at_k
+
+    corpus = _jsonl(path / "corpus.jsonl")
+    queries = {q["_id"]: q["text"] for q in _jsonl(path / "queries.jsonl")}
+    qrels: dict[str, dict[str, int]] = {}
+    with (path / "qrels" / "test.tsv").open(encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            qid, did, grade = line.split()
+            if int(grade) > 0:
+                qrels.setdefault(qid, {})[did] = int(grade)
+    passages: list[str] = []
+    owners: list[int] = []
+    step = words - overlap
+    for index, doc in enumerate(corpus):
+        tokens = f"{doc.get('title') or ''}\n\n{doc.get('text') or ''}".split()
+        for start in range(0, max(len(tokens) - overlap, 1), step):
+            passages.append(" ".join(tokens[start : start + words]))
+            owners.append(index)
+    embedder = get_embedder()
+    digest = hashlib.sha256(
+        ("\x00".join(passages) + embedder.profile.model).encode("utf-8")
+    ).hexdigest()[:16]
+    cache = Path("/tmp") / f"ragsite-plain-{digest}.npy"
+    rate = 0.0
+    if cache.exists():
+        matrix = np.load(cache)
+    else:
+        started = time.perf_counter()
+        matrix = np.asarray(embedder.encode(passages), dtype=np.float32)
+        rate = len(passages) / (time.perf_counter() - started)
+        np.save(cache, matrix)
+    judged = [qid for qid in queries if qid in qrels]
+    vectors = np.asarray(embedder.encode([queries[q] for q in judged]), dtype=np.float32)
+    owner = np.asarray(owners)
+    ids = [doc["_id"] for doc in corpus]
+    scores: dict[str, list[float]] = {m: [] for m in METRICS}
+    for qid, vector in zip(judged, vectors, strict=True):
+        sims = matrix @ vector
+        best = np.full(len(corpus), -2.0, dtype=np.float32)
+        np.maximum.at(best, owner, sims)
+        ranked = [ids[i] for i in np.argsort(-best, kind="stable")[:100]]
+        relevant = qrels[qid]
+        scores["ndcg@10"].append(ndcg_at_k(ranked, relevant, 10) or 0.0)
+        scores["recall@10"].append(recall_at_k(ranked, relevant, 10) or 0.0)
+        scores["recall@100"].append(recall_at_k(ranked, relevant, 100) or 0.0)
+        scores["mrr"].append(mrr(ranked, relevant) or 0.0)
+    cells = []
+    for metric in METRICS:
+        mean, low, high = bootstrap_ci(scores[metric], iterations=2000, seed=0)
+        cells.append(_cell({"value": mean, "low": low, "high": high}))
+    return cells, rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--datasets", default=",".join(DATASETS), help="names or BEIR dirs")
     parser.add_argument("--compare", default=DEFAULT_COMPARE, help="profiles / option sets")
     parser.add_argument("--limit", type=int, default=None, help="first N judged queries")
     parser.add_argument("--depth", type=int, default=300, help="chunks of each ranking scored")
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="also the plain model on 200-word passages (50 overlap), document = best passage",
+    )
+    parser.add_argument("--skip-harness", action="store_true", help="only the --plain baseline")
     args = parser.parse_args()
 
     os.environ["RAG_MAX_TOP_N"] = str(max(args.depth, 50))
@@ -83,6 +163,14 @@ def main() -> None:
     rows: list[tuple[str, str, list[str], str]] = []
     for name in [d for d in args.datasets.split(",") if d]:
         path = DATASETS.get(name, Path(name))
+        if args.plain:
+            cells, rate = plain_baseline(path)
+            label = "plain model, 200-word passages, 50 overlap"
+            info = f"raw encode {rate:.1f} passages/s" if rate else "cached embeddings"
+            print(f"{name}: {label}: {info}", flush=True)
+            rows.append((name, label, cells, info))
+        if args.skip_harness:
+            continue
         started = time.perf_counter()
         run = eval_run_create(
             dataset_path=path,
@@ -98,7 +186,9 @@ def main() -> None:
         total = time.perf_counter() - started
         if run.status != "succeeded":
             sys.exit(f"{name}: run {run.pk} {run.status}: {run.error}")
-        chunks, size = _index_size(run.collection.slug if run.collection else eval_collection_slug(name))
+        chunks, size = _index_size(
+            run.collection.slug if run.collection else eval_collection_slug(name)
+        )
         ingest_s = run.timings.get("ingest_s", 0.0)
         info = (
             f"{chunks} chunks, {size / 1e6:.1f} MB; ingest {ingest_s:.0f} s "
