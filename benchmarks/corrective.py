@@ -86,6 +86,7 @@ def main() -> int:
     parser.add_argument("--dataset", type=Path, default=ROOT / "eval/golden/dataset.yaml")
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--run", type=int, help="report on this finished run instead of a new one")
     args = parser.parse_args()
     django_setup("ragsite_bench_corrective")
 
@@ -95,19 +96,24 @@ def main() -> int:
     from eval_app.models import EvalCaseResult
     from eval_app.services import eval_run_create, eval_run_execute
 
-    run = eval_run_create(
-        dataset_path=args.dataset,
-        compare=",".join(PROFILES),
-        offline=True,
-        k_values=[5, 10],
-        depth=10,
-        beir=False,
-        limit=None,
-        without_cross_encoder=True,
-        retrieval_only=False,
-        baseline=None,
-    )
-    run = eval_run_execute(run=run, on_progress=None)
+    if args.run is not None:
+        from eval_app.models import EvalRun
+
+        run = EvalRun.objects.get(pk=args.run)
+    else:
+        run = eval_run_create(
+            dataset_path=args.dataset,
+            compare=",".join(PROFILES),
+            offline=True,
+            k_values=[5, 10],
+            depth=10,
+            beir=False,
+            limit=None,
+            without_cross_encoder=True,
+            retrieval_only=False,
+            baseline=None,
+        )
+        run = eval_run_execute(run=run, on_progress=None)
     if run.status != "succeeded":
         print(f"evaluation run {run.pk} {run.status}: {run.error}", file=sys.stderr)
         return 1
@@ -147,6 +153,25 @@ def main() -> int:
             )
         )
         report["profiles"][name] = figures
+
+    # The grader's calibration: a first verdict "incorrect" on an answerable case whose
+    # first retrieval already had a relevant source in its top 5 is a wrong "incorrect".
+    balanced_hit = {r.case_id: (r.metrics.get("recall@5") or 0) > 0 for r in by_profile["balanced"]}
+    first_verdicts = []
+    for r in by_profile["corrective"]:
+        evaluate = next((s for s in r.trace if s.get("stage") == "evaluate"), None)
+        if evaluate is not None and not r.should_refuse:
+            first_verdicts.append((evaluate["details"].get("verdict"), balanced_hit[r.case_id]))
+    wrong = sum(1 for verdict, hit in first_verdicts if verdict == "incorrect" and hit)
+    report["grader"] = {
+        "answerable_graded": len(first_verdicts),
+        "verdicts": {
+            v: sum(1 for x, _ in first_verdicts if x == v)
+            for v in ("correct", "ambiguous", "incorrect")
+        },
+        "wrong_incorrect": wrong,
+        "wrong_incorrect_rate": wrong / max(len(first_verdicts), 1),
+    }
 
     def per_case(name: str, metric: str, tags: set[str] | None) -> dict[str, float | None]:
         return {
@@ -204,6 +229,12 @@ def main() -> int:
             f"p50 {f['latency_p50_ms']:.0f} ms  p95 {f['latency_p95_ms']:.0f} ms  "
             f"mean {f['latency_mean_ms']:.0f} ms"
         )
+    g = report["grader"]
+    print(
+        f"\ngrader (corrective, first verdict on {g['answerable_graded']} answerable cases): "
+        f"{g['verdicts']}; wrong 'incorrect' (balanced had a relevant source in its top 5): "
+        f"{g['wrong_incorrect']} = {g['wrong_incorrect_rate']:.1%}"
+    )
     print("\ntargets (paired differences, bootstrap 95 % interval)")
     for key, value in targets.items():
         if isinstance(value, dict) and value.get("n"):

@@ -269,6 +269,12 @@ def graph_run(
         trace.append(step)
         return StepEvent(step)
 
+    if "condense" in query.stages:
+        # A follow-up is made to stand alone first; every node reads the result.
+        condense = STAGES.get("condense")()
+        state, step = yield from condense.run(state)
+        yield traced(step)
+
     while node != END:
         if transitions >= bounds.max_transitions:
             stop_reason = f"transition cap reached ({bounds.max_transitions} node runs)"

@@ -298,3 +298,21 @@ def test_the_route_asks_the_chat_model_and_greetings_need_no_call(kb, reader, ch
     route = node(run, "route")["details"]
     assert (route["route"], route["source"]) == ("iterative", "llm")
     assert json.dumps(calls(chat_configured, "triage")[0]).count(REFUND_QUESTION) == 1
+
+
+def test_a_follow_up_is_condensed_before_the_graph_walks(kb, reader, no_chat_model):
+    first = ask(reader, "What does ERR-4471 mean?")
+    follow = query_answer(
+        user=reader,
+        request=QueryRequest(
+            collection="kb",
+            question="and how do I fix it?",
+            profile="corrective",
+            conversation=first.conversation_id,
+        ),
+    )
+    assert [s["node"] for s in follow.trace][:2] == ["condense", "triage"]
+    standalone = follow.trace[0]["details"]["standalone"]
+    assert "ERR-4471" in standalone
+    assert node(follow, "evaluate")["details"]["question"] == standalone
+    assert "Free disk space" in follow.answer
