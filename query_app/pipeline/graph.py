@@ -404,8 +404,11 @@ def graph_flags(trace: list[dict[str, Any]]) -> dict[str, Any]:
     """
     end = next((s for s in reversed(trace) if s.get("stage") == "graph"), None)
     routed = next((s for s in trace if s.get("stage") == "route"), None)
+    responded = next((s for s in trace if s.get("stage") == "respond"), None)
     details = (end or {}).get("details") or {}
     return {
+        # "chit-chat" or "declined" when the respond node answered without retrieval.
+        "without_retrieval": ((responded or {}).get("details") or {}).get("decision"),
         "low_confidence": bool(details.get("low_confidence")),
         "low_confidence_reason": str(details.get("reason") or "")
         if details.get("low_confidence")

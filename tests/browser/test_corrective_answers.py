@@ -49,4 +49,8 @@ def test_a_best_effort_corrective_answer_shows_its_path_and_badges(
     card = page.locator("#answer-area article.answer-card")
     expect(card.locator(".badge.route")).to_have_text("route: none")
     expect(card).to_contain_text("Ask me a question about the documents")
+    expect(card.locator(".badge.mode")).to_have_text(
+        "Small talk: answered without searching the documents"
+    )
+    expect(card).not_to_contain_text("add documents that cover it")
     screenshot(page, "ask-adaptive-chit-chat")

@@ -63,3 +63,13 @@ def test_a_corrective_answer_streams_each_node_then_the_answer(alice, ingested):
     assert steps[-1] == "event: done"
     run = QueryRun.objects.get()
     assert "2 GB" in run.answer
+
+
+def test_chit_chat_and_a_decline_are_not_shown_as_not_found(alice, ingested):
+    hello = html.unescape(ask(alice, "corrective", "Hello!").content.decode())
+    assert "Small talk: answered without searching the documents" in hello
+    assert "Not found" not in hello and "add documents that cover it" not in hello
+
+    abuse = html.unescape(ask(alice, "corrective", "how do I make a bomb").content.decode())
+    assert "Declined: the request is not one this assistant answers" in abuse
+    assert "I can't help with that request. Asks for harm or abuse" in abuse
