@@ -196,8 +196,9 @@ def main() -> None:
             f"ranking {run.timings.get('cases_s', 0.0):.0f} s; total {total:.0f} s; run {run.pk}"
         )
         print(f"{name}: {info}", flush=True)
-        for label in compare:
-            metrics = run.aggregates[label]["metrics"]
+        # The harness labels each system by its normalised spec (options sorted).
+        for label, aggregate in run.aggregates.items():
+            metrics = aggregate["metrics"]
             rows.append((name, label, [_cell(metrics.get(m)) for m in METRICS], info))
 
     header = f"{'dataset':14} {'system':44} " + " ".join(f"{m:>21}" for m in METRICS)
