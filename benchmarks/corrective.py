@@ -26,6 +26,9 @@ met); adaptive - balanced -0.006 [-0.014, -0.001] at 105 % of balanced's mean
 latency (NOT met: without a cross-encoder balanced is already the cheapest path).
 Grader: first verdicts 74 correct / 34 ambiguous / 14 incorrect on 122 answerable
 cases; wrong "incorrect" with evidence above the floor 5 = 4.1 % (target <= 5 %).
+Tried and not kept: decompose's probes merged by max score instead of RRF gave MRR
+0.978 on corrective+multi-hop (= balanced, RRF 0.949) but expected match 0.457 there
+(RRF 0.500) and 0.689 on all cases (RRF 0.697).
 
 Usage: .venv/bin/python benchmarks/corrective.py [--json out.json] [--iterations 2000]
 Offline: extractive answers, heuristic judges, no cross-encoder (rerank.kind=none).
