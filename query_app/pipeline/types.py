@@ -268,7 +268,11 @@ class RagAnswer:
 
     @property
     def timings(self) -> dict[str, Any]:
-        stages = {step.stage: round(step.duration_ms, 3) for step in self.trace}
+        # A stage that ran more than once (a looping graph) counts all its runs.
+        stages: dict[str, float] = {}
+        for step in self.trace:
+            stages[step.stage] = stages.get(step.stage, 0.0) + step.duration_ms
+        stages = {name: round(ms, 3) for name, ms in stages.items()}
         return {"total_ms": round(sum(stages.values()), 3), "stages": stages}
 
     def step(self, stage: str) -> TraceStep | None:

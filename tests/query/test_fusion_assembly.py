@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from query_app.pipeline.assembly import assemble, edges_layout, estimate_tokens
-from query_app.pipeline.fusion import fuse
 from query_app.pipeline.extractive import extract
+from query_app.pipeline.fusion import fuse
 from query_app.pipeline.groundedness import check_heuristic
 from query_app.pipeline.options import ContextOptions
 from query_app.pipeline.prompts import answer_messages
