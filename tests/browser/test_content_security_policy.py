@@ -31,9 +31,11 @@ def test_no_page_breaks_the_content_security_policy(page, live_server, login, ru
     violations: list[str] = []
     page.on(
         "console",
-        lambda message: violations.append(f"{page.url}: {message.text}")
-        if "Content Security Policy" in message.text
-        else None,
+        lambda message: (
+            violations.append(f"{page.url}: {message.text}")
+            if "Content Security Policy" in message.text
+            else None
+        ),
     )
     login(page)
     for path in ("/collections/", "/ask/", "/history/", "/account/api-token/", "/eval/"):
