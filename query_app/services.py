@@ -37,7 +37,12 @@ from query_app.pipeline.groundedness import GroundednessResult as GroundednessVe
 from query_app.pipeline.groundedness import check_groundedness
 from query_app.pipeline.lexical import markers_in
 from query_app.pipeline.options import QueryLimits, QueryOptions
-from query_app.pipeline.profiles import options_resolve, profile_names, profile_stages
+from query_app.pipeline.profiles import (
+    options_admin_only,
+    options_resolve,
+    profile_names,
+    profile_stages,
+)
 from query_app.pipeline.prompts import passage_block
 from query_app.pipeline.runner import pipeline_check, pipeline_run, pipeline_stages
 from query_app.pipeline.stages import MissingPart, StageCheck
@@ -67,6 +72,7 @@ __all__ = [
     "RunEvent",
     "answer_markers",
     "groundedness_judge",
+    "options_admin_only",
     "profile_names",
     "profile_needs",
     "profile_resolve",

@@ -40,7 +40,8 @@ from eval_app.harness.types import (
 )
 from eval_app.models import EvalCaseResult, EvalRun
 from query_app.chat import chat_client_from_settings
-from query_app.exceptions import QueryError
+from query_app.exceptions import OptionNotAllowed, QueryError
+from query_app.services import options_admin_only
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,13 @@ def eval_run_create(
         raise EvalError(f"the ranking depth must be at least 1, got {depth}")
     loaded = eval_dataset_load(path=Path(dataset_path), beir=beir, limit=limit)
     specs = profile_specs_parse(compare)
+    if user is not None and not getattr(user, "is_superuser", False):
+        # The same rule as for a question: models and prompts are administrators' settings.
+        refused = sorted({name for spec in specs for name in options_admin_only(spec.overrides)})
+        if refused:
+            raise OptionNotAllowed(
+                f"option {', '.join(map(repr, refused))} can be set by administrators only"
+            )
     eval_settings = EvalSettings(
         k_values=ks, depth=depth, offline=offline, without_cross_encoder=without_cross_encoder
     )

@@ -9,7 +9,7 @@ from eval_app.harness import eval_run_cancel, eval_run_create, eval_run_execute
 from eval_app.harness.cases import classify
 from eval_app.harness.types import EvalError, ProfileUnavailable
 from eval_app.models import EvalCaseResult, EvalRun
-from query_app.exceptions import UnknownOption, UnknownProfile
+from query_app.exceptions import OptionNotAllowed, UnknownOption, UnknownProfile
 
 pytestmark = pytest.mark.django_db
 
@@ -254,3 +254,14 @@ def test_the_browser_offers_the_shipped_dataset_but_not_its_gate_file():
     found = [p.relative_to(settings.BASE_DIR).as_posix() for p in known_datasets()]
     assert "eval/golden/dataset.yaml" in found
     assert "eval/golden/gate.yaml" not in found
+
+
+def test_only_administrators_may_name_a_model_path_in_a_profile_variant(
+    tiny_dataset, django_user_model
+):
+    staff = django_user_model.objects.create_user("evaluator", password="pw", is_staff=True)
+    with pytest.raises(OptionNotAllowed, match=r"'rerank\.model' can be set by administrators"):
+        eval_run_create(
+            dataset_path=tiny_dataset, compare="fast:rerank.model=/etc", offline=True, user=staff
+        )
+    assert not EvalRun.objects.exists()
