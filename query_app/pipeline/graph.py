@@ -31,9 +31,7 @@ from query_app.pipeline.stages import STAGES, PipelineState, Stage
 from query_app.pipeline.stages.base import counted_chat
 from query_app.pipeline.types import (
     AnswerEvent,
-    AnswerMode,
     PipelineEvent,
-    RagAnswer,
     RagQuery,
     StepEvent,
     TraceStep,
@@ -327,7 +325,7 @@ def graph_run(
         if low_confidence:
             end.warn(f"{stop_reason}: best-effort answer, low confidence")
     yield traced(end)
-    yield AnswerEvent(_answer(state, trace))
+    yield AnswerEvent(state.answer(trace))
 
 
 def _outcome(step: TraceStep) -> str:
@@ -372,23 +370,6 @@ def _finish(
     if state.generation is None:
         state = state.with_(generation=GenerationResult(text=NOT_FOUND_ANSWER, mode="not-found"))
     return state
-
-
-def _answer(state: PipelineState, trace: list[TraceStep]) -> RagAnswer:
-    mode: AnswerMode
-    if state.generation is None:
-        text, mode = "", "retrieval-only"
-    else:
-        text, mode = state.generation.text, state.generation.mode
-    return RagAnswer(
-        question=state.query.question,
-        text=text,
-        mode=mode,
-        citations=list(state.citations),
-        trace=trace,
-        model_calls=state.chat_calls,
-        groundedness=state.groundedness,
-    )
 
 
 def graph_summary(trace: list[TraceStep]) -> dict[str, Any]:

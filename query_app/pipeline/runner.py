@@ -28,7 +28,6 @@ from query_app.pipeline.stages import STAGES, PipelineState, Stage, StageCheck
 from query_app.pipeline.stages.base import counted_chat
 from query_app.pipeline.types import (
     AnswerEvent,
-    AnswerMode,
     PipelineEvent,
     RagAnswer,
     RagQuery,
@@ -93,7 +92,7 @@ def pipeline_run(query: RagQuery, *, chat: ChatClient | None) -> Iterator[Pipeli
         state, step = yield from stage.run(state)
         yield traced(step)
         yield from stage.events_after(state)
-    yield AnswerEvent(_answer(state, trace))
+    yield AnswerEvent(state.answer(trace))
 
 
 def _cached_prefix(stages: list[Stage]) -> int:
@@ -151,20 +150,3 @@ def _cached_step(step: TraceStep) -> dict[str, Any]:
     data = step.as_dict()
     data["details"] = {k: v for k, v in step.details.items() if k != "cache"}
     return data
-
-
-def _answer(state: PipelineState, trace: list[TraceStep]) -> RagAnswer:
-    mode: AnswerMode
-    if state.generation is None:
-        text, mode = "", "retrieval-only"
-    else:
-        text, mode = state.generation.text, state.generation.mode
-    return RagAnswer(
-        question=state.query.question,
-        text=text,
-        mode=mode,
-        citations=list(state.citations),
-        trace=trace,
-        model_calls=state.chat_calls,
-        groundedness=state.groundedness,
-    )

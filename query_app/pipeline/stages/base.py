@@ -21,9 +21,11 @@ from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.generation import GenerationResult
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.types import (
+    AnswerMode,
     Candidate,
     Citation,
     PipelineEvent,
+    RagAnswer,
     RagQuery,
     TraceStep,
     timed_step,
@@ -108,6 +110,23 @@ class PipelineState:
     @property
     def chat_calls(self) -> int:
         return self.chat.calls if self.chat is not None else 0
+
+    def answer(self, trace: list[TraceStep]) -> RagAnswer:
+        """The finished answer: what generation wrote (nothing for retrieval only), the trace."""
+        mode: AnswerMode
+        if self.generation is None:
+            text, mode = "", "retrieval-only"
+        else:
+            text, mode = self.generation.text, self.generation.mode
+        return RagAnswer(
+            question=self.query.question,
+            text=text,
+            mode=mode,
+            citations=list(self.citations),
+            trace=trace,
+            model_calls=self.chat_calls,
+            groundedness=self.groundedness,
+        )
 
     def with_(self, **changes: Any) -> PipelineState:
         """A copy with ``changes`` applied (stages never mutate the state they get)."""
