@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from collections_app.models import Collection, IngestionJob
+from tests.support.celery_worker import celery_worker_start
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -107,27 +108,7 @@ def test_async_ingest_runs_on_a_real_celery_worker_over_redis(corpus):
     job_id = json.loads(queued.stdout)["job_id"]
     assert IngestionJob.objects.get(pk=job_id).status == "queued"
 
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "ragsite",
-            "worker",
-            "--pool=solo",
-            "--loglevel=WARNING",
-            "-Q",
-            queue,
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=_env(CELERY_BROKER_URL=broker, CELERY_QUEUE=queue),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    worker = celery_worker_start(queue, _env(CELERY_BROKER_URL=broker, CELERY_QUEUE=queue))
     try:
         deadline = time.monotonic() + 240
         job = IngestionJob.objects.get(pk=job_id)

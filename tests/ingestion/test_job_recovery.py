@@ -32,6 +32,7 @@ from collections_app.services import (
     ingestion_job_execute,
     ingestion_jobs_reconcile,
 )
+from tests.support.celery_worker import celery_worker_start
 from tests.support.clients import token_client
 from tests.support.gated_server import GatedPageServer
 
@@ -80,27 +81,7 @@ def _env(queue: str, **extra: str) -> dict[str, str]:
 
 
 def _worker(queue: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "ragsite",
-            "worker",
-            "--pool=solo",
-            "--loglevel=WARNING",
-            "-Q",
-            queue,
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=_env(queue, **env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    return celery_worker_start(queue, _env(queue, **env))
 
 
 def _wait(condition, timeout_s: float = 240.0) -> bool:  # type: ignore[no-untyped-def]
