@@ -37,11 +37,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from _django import ROOT, django_setup
+from _django import ROOT, isolated_django_setup
 
 
 def main() -> None:
@@ -54,21 +53,13 @@ def main() -> None:
     parser.add_argument("--only", choices=["worker", "database"], help="run one scenario")
     args = parser.parse_args()
 
-    var = Path(tempfile.mkdtemp(prefix="ragsite-faults-"))
-    # Last of all (atexit runs in reverse): the folder goes even if a process left
-    # something behind as it exited.
-    atexit.register(shutil.rmtree, var, True)
-    os.environ.update(
-        RAGSITE_VAR_DIR=str(var),
-        RAGSITE_DB_NAME="faults",
+    var = isolated_django_setup(
+        name="faults",
         RAG_JOB_HEARTBEAT_S="2",
         RAG_JOB_STALE_S="10",
         RAG_JOB_RECONCILE_S="2",
         RAG_WARMUP="0",
     )
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.pop("DATABASE_URL", None)
-    django_setup()
     bench = FaultBench(var=var, args=args)
     try:
         bench.prepare()

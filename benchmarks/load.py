@@ -30,13 +30,12 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _django import ROOT, django_setup
+from _django import ROOT, isolated_django_setup
 
 QUESTIONS = [
     "Which profile reranks with a cross-encoder?",
@@ -81,20 +80,12 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
 
-    var = Path(tempfile.mkdtemp(prefix="ragsite-load-"))
-    # Last of all (atexit runs in reverse): the folder goes even if a process left
-    # something behind as it exited.
-    atexit.register(shutil.rmtree, var, True)
-    os.environ.update(
-        RAGSITE_VAR_DIR=str(var),
-        RAGSITE_DB_NAME="load",
+    var = isolated_django_setup(
+        name="load",
         RAG_WARMUP="1",
         RAG_THROTTLE_QUERY="100000/min",
         RAG_THROTTLE_UPLOAD="100000/min",
     )
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.pop("DATABASE_URL", None)
-    django_setup()
     processes: list[subprocess.Popen[bytes]] = []
     log = open(var / "site.log", "ab")  # noqa: SIM115 - kept for the run
     try:
