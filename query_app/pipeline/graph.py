@@ -106,25 +106,24 @@ _RETRIEVAL_EDGES: dict[tuple[str, str], str] = {
     ("respond", ANY): END,
 }
 
-_NODES = {
-    name: name
-    for name in (
-        "triage",
-        "route",
-        "respond",
-        "decompose",
-        "transform",
-        "retrieve",
-        "fuse",
-        "rerank",
-        "evaluate",
-        "refine",
-        "rewrite",
-        "assemble",
-        "generate",
-        "groundedness",
-    )
-}
+# The stages the corrective and adaptive profiles list (profiles.py): every one is
+# checked before anything runs, and the ask page lists them.
+GRAPH_STAGES = (
+    "triage",
+    "decompose",
+    "transform",
+    "retrieve",
+    "fuse",
+    "rerank",
+    "evaluate",
+    "refine",
+    "rewrite",
+    "assemble",
+    "generate",
+    "groundedness",
+)
+
+_NODES = {name: name for name in ("triage", "route", "respond", *GRAPH_STAGES[1:])}
 
 GRAPHS.add(
     "corrective",

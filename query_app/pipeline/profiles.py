@@ -17,6 +17,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from query_app.exceptions import InvalidOption, OptionNotAllowed, TopNOutOfRange, UnknownProfile
+from query_app.pipeline.graph import GRAPH_STAGES
 from query_app.pipeline.options import (
     HYBRID_FUSIONS,
     MAX_EF_SEARCH,
@@ -45,23 +46,6 @@ def _unknown_profile(name: str, known: list[str]) -> UnknownProfile:
 # Profiles that are part of the product but not built yet; naming one gives a
 # precise error instead of "unknown". (adaptive and corrective are built.)
 PLANNED_PROFILES: tuple[str, ...] = ()
-
-# The stages the corrective and adaptive graphs may run (query_app/pipeline/graph.py):
-# every one is checked before anything runs, and the ask page lists them.
-GRAPH_STAGES = (
-    "triage",
-    "decompose",
-    "transform",
-    "retrieve",
-    "fuse",
-    "rerank",
-    "evaluate",
-    "refine",
-    "rewrite",
-    "assemble",
-    "generate",
-    "groundedness",
-)
 
 PROFILES: Registry[Profile] = Registry("profile", unknown=_unknown_profile)
 # Vector only, CandidateK = TopN, no rerank: needs nothing but the embedder.
