@@ -41,6 +41,9 @@ class Collection(models.Model):
     # {"chunks": int, "avg_lexemes": float} for BM25 length normalisation;
     # refreshed with TermStat.
     keyword_stats = models.JSONField(default=dict, blank=True)
+    # Build a summary tree (section and document summaries stored as retrievable
+    # summary chunks, collections_app/ingestion/summary_tree/) after each ingestion.
+    summary_tree = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -156,7 +159,16 @@ class Source(models.Model):
 
 
 class Chunk(models.Model):
-    """A retrievable passage with its embedding and full-text vector."""
+    """A retrievable passage with its embedding and full-text vector.
+
+    A ``summary`` chunk is a node of the collection's summary tree: the summary
+    of a section or a document, retrievable like a passage but never shown as
+    one; it is cited through ``members``, the passages it summarises.
+    """
+
+    class Kind(models.TextChoices):
+        PASSAGE = "passage", "Passage"
+        SUMMARY = "summary", "Summary"
 
     # Deterministic: hash of source location + content hash + ordinal.
     id = models.CharField(max_length=64, primary_key=True)
@@ -177,6 +189,11 @@ class Chunk(models.Model):
     # document title and section path); never part of ``text``, so citations and
     # highlights keep pointing at the document's own words.
     header = models.TextField(blank=True, default="", db_default="")
+    kind = models.CharField(
+        max_length=10, choices=Kind.choices, default=Kind.PASSAGE, db_default=Kind.PASSAGE
+    )
+    # A summary's member passages (chunk ids, document order); empty for a passage.
+    members = models.JSONField(default=list, blank=True)
     # No fixed dimension: each collection gets its own partial HNSW index over
     # embedding::vector(d) (collections_app.search_index.ddl), so collections of
     # different dimensions all stay index-backed.
