@@ -283,6 +283,10 @@ class IngestionJob(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    # A large job is split into parts that many workers share (0: run whole).
+    parts_total = models.PositiveIntegerField(default=0)
+    parts_done = models.PositiveIntegerField(default=0)
+    parts_failed = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     # When the current attempt started (a resumed job starts again).
     started_at = models.DateTimeField(null=True, blank=True)
@@ -308,6 +312,45 @@ class IngestionJob(models.Model):
         if not self.sources_total:
             return 100 if self.is_finished else 0
         return min(100, round(100 * self.sources_done / self.sources_total))
+
+
+class IngestionPart(models.Model):
+    """A slice of a job's sources, claimed and run by any worker; its job adds the parts up."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    job = models.ForeignKey(IngestionJob, on_delete=models.CASCADE, related_name="parts")
+    index = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # [{"location", "origin", "origin_pattern", "source_id"}, ...]
+    items = models.JSONField(default=list)
+    sources_done = models.PositiveIntegerField(default=0)
+    sources_failed = models.PositiveIntegerField(default=0)
+    chunks_written = models.PositiveIntegerField(default=0)
+    embeddings_computed = models.PositiveIntegerField(default=0)
+    bytes_ingested = models.BigIntegerField(default=0)
+    report = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "index"], name="part_job_index_unique")
+        ]
+        indexes = [models.Index(fields=["status", "job"], name="part_status_job")]
+
+    def __str__(self) -> str:
+        return f"part {self.index} of job {self.job_id} ({self.status})"
 
 
 class Provenance(models.Model):
