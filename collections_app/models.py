@@ -44,6 +44,10 @@ class Collection(models.Model):
     # Build a summary tree (section and document summaries stored as retrievable
     # summary chunks, collections_app/ingestion/summary_tree/) after each ingestion.
     summary_tree = models.BooleanField(default=False)
+    # Corrective and adaptive answers may search the web once the collection's own
+    # evidence stays insufficient, for requests that ask (query_app/pipeline/web/).
+    # Nothing found there is ever stored here.
+    web_fallback = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -203,6 +203,17 @@ def resolve_host(host: str, port: int) -> list[IpAddress]:
     return addresses
 
 
+def host_key(host: str, port: int) -> str:
+    """``host:port`` in lower case, as ``private_hosts_allowed`` lists it (IPv6 in brackets)."""
+    host = host.strip("[]").lower()
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def host_allowed(host: str, port: int, limits: IngestionLimits) -> bool:
+    """Whether ``host:port`` is one of the few named exceptions to the address check."""
+    return host_key(host, port) in {entry.lower() for entry in limits.private_hosts_allowed}
+
+
 def _pinned(url: httpx.URL, limits: IngestionLimits) -> tuple[httpx.URL, str, str]:
     """Check ``url`` and return (URL with the checked IP as host, Host header, TLS name)."""
     if url.scheme not in {"http", "https"}:
@@ -212,7 +223,7 @@ def _pinned(url: httpx.URL, limits: IngestionLimits) -> tuple[httpx.URL, str, st
         raise UrlRefused(f"the URL {url} has no host")
     port = url.port or (443 if url.scheme == "https" else 80)
     addresses = resolve_host(host, port)
-    if not limits.allow_private_urls:
+    if not limits.allow_private_urls and not host_allowed(host, port, limits):
         # Every address must be public: an attacker's DNS may mix a private one in.
         for address in addresses:
             reason = address_refusal(address)

@@ -19,6 +19,10 @@ class IngestionLimits:
     url_max_bytes: int = 20 * 1024 * 1024
     url_max_redirects: int = 5
     allow_private_urls: bool = False
+    # ``host:port`` pairs fetched even when they resolve to a private or loopback
+    # address. Empty for ingestion; the web fallback names the configured search
+    # server (a self-hosted SearxNG) and the hosts its settings list, nothing else.
+    private_hosts_allowed: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> IngestionLimits:
