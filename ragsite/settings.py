@@ -434,11 +434,14 @@ RAG: dict[str, Any] = {
     # Background ingestion jobs: a running job's worker writes a heartbeat; one
     # silent for ``stale_s`` is resumed where it stopped, at most ``max_attempts``
     # times in all, then failed with the reason. Workers check every ``reconcile_s``.
+    # A job of more than ``part_sources`` sources is split into parts of that many,
+    # which every worker shares (0: a job always runs whole on one worker).
     "jobs": {
         "heartbeat_s": env_float("RAG_JOB_HEARTBEAT_S", 10.0),
         "stale_s": env_float("RAG_JOB_STALE_S", 60.0),
         "max_attempts": env_int("RAG_JOB_MAX_ATTEMPTS", 3),
         "reconcile_s": env_float("RAG_JOB_RECONCILE_S", 30.0),
+        "part_sources": env_int("RAG_JOB_PART_SOURCES", 32),
     },
     "profile": env_str("RAG_PROFILE", "fast"),
     # Load the embedder and any configured cross-encoder when a web or worker process
