@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from eval_app.harness.aggregate import STAGE_KEYS
 from eval_app.models import EvalCaseResult, EvalRun
-from eval_app.selectors import SeriesPoint
+from eval_app.selectors import ProfileCost, SeriesPoint
 
 STAGE_LABELS = dict(EvalCaseResult.Stage.choices)
 _CONFIG = {"displaylogo": False, "responsive": True}
@@ -154,5 +154,33 @@ def failure_stages_figure(run: EvalRun) -> go.Figure:
         figure.add_trace(go.Bar(x=list(run.profiles), y=counts, name=STAGE_LABELS[stage]))
     figure.update_layout(
         barmode="stack", title="Failed cases by stage", yaxis_title="cases", **_LAYOUT
+    )
+    return figure
+
+
+def profile_cost_figure(costs: Sequence[ProfileCost]) -> go.Figure:
+    """Per profile: mean model calls and stages run (left axis), p50/p95 latency (right)."""
+    labels = [c.profile for c in costs]
+    figure = go.Figure()
+    for name, values in (
+        ("model calls / case", [c.model_calls or 0 for c in costs]),
+        ("stages run / case", [c.stages_run or 0 for c in costs]),
+    ):
+        figure.add_trace(go.Bar(x=labels, y=values, name=name, offsetgroup=name))
+    for name, values in (
+        ("latency p50 (ms)", [c.latency_p50_ms for c in costs]),
+        ("latency p95 (ms)", [c.latency_p95_ms for c in costs]),
+    ):
+        figure.add_trace(
+            go.Scatter(
+                x=labels, y=values, name=name, mode="markers", yaxis="y2", marker={"size": 11}
+            )
+        )
+    figure.update_layout(
+        title="Cost per profile",
+        yaxis={"title": "per case"},
+        yaxis2={"title": "latency (ms)", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        barmode="group",
+        **_LAYOUT,
     )
     return figure

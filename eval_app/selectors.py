@@ -19,6 +19,7 @@ from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
 from collections_app.models import Collection
 from collections_app.selectors import collections_for_user
+from eval_app.harness.aggregate import stages_run
 from eval_app.models import EvalCaseResult, EvalRun
 
 
@@ -140,6 +141,46 @@ def metric_series(
                     )
                 )
     return series
+
+
+@dataclass(frozen=True)
+class ProfileCost:
+    """What one profile of a run cost per case: model calls, stages run, latency."""
+
+    profile: str
+    cases: int
+    model_calls: float | None
+    stages_run: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+
+
+def profile_costs(*, run: EvalRun) -> list[ProfileCost]:
+    """Each profile's mean model calls and stages run and its p50/p95 latency, in the run's
+    profile order. A run summarised before stages were counted has them counted from its
+    stored traces."""
+    counted: dict[str, list[int]] = {}
+    if any("stages_run" not in (a.get("metrics") or {}) for a in run.aggregates.values()):
+        for label, trace, error in run.results.values_list("profile", "trace", "error"):
+            if not error:
+                counted.setdefault(label, []).append(stages_run(trace or []))
+    costs = []
+    for label in run.profiles:
+        metrics = (run.aggregates.get(label) or {}).get("metrics") or {}
+        steps = (metrics.get("stages_run") or {}).get("value")
+        if steps is None and counted.get(label):
+            steps = sum(counted[label]) / len(counted[label])
+        costs.append(
+            ProfileCost(
+                profile=label,
+                cases=int((run.aggregates.get(label) or {}).get("counts", {}).get("cases", 0)),
+                model_calls=(metrics.get("model_calls") or {}).get("value"),
+                stages_run=steps,
+                latency_p50_ms=(metrics.get("latency_p50_ms") or {}).get("value"),
+                latency_p95_ms=(metrics.get("latency_p95_ms") or {}).get("value"),
+            )
+        )
+    return costs
 
 
 # Outcome filters besides the failure stages themselves.

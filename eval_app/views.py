@@ -41,6 +41,7 @@ from eval_app.selectors import (
     eval_run_get_for_user,
     eval_runs_for_user,
     metric_series,
+    profile_costs,
     runs_compare,
 )
 from eval_app.services import eval_run_cancel, eval_run_create, eval_run_enqueue
@@ -82,6 +83,14 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         .first()
     )
     figures = []
+    costs = profile_costs(run=latest) if latest is not None else []
+    cost_figure = (
+        charts.figure_html(
+            charts.profile_cost_figure(costs), div_id="profile-cost", nonce=csp_nonce(request)
+        )
+        if costs
+        else ""
+    )
     if dataset:
         trend = _trend_metrics(latest.k_values if latest else [])
         series = metric_series(dataset_name=dataset, metrics=trend, user=request.user)
@@ -98,6 +107,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "datasets": names,
             "dataset": dataset,
             "figures": figures,
+            "latest": latest,
+            "costs": costs,
+            "cost_figure": cost_figure,
             "runs": eval_runs_for_user(request.user)[:10],
             "form": EvalStartForm() if request.user.is_staff else None,
         },

@@ -31,6 +31,8 @@ class ResultRecord:
     metrics: dict[str, float | None]
     latency_ms: float = 0.0
     model_calls: int = 0
+    # Stage (graph node) runs of the answer; the graph's closing step is not one.
+    stages_run: int = 0
     failure_stage: str = ""
     mode: str = ""
     judge: str = ""
@@ -45,6 +47,7 @@ class ResultRecord:
             metrics=dict(result.metrics),
             latency_ms=result.latency_ms,
             model_calls=result.model_calls,
+            stages_run=stages_run(result.trace),
             failure_stage=result.failure_stage,
             mode=result.mode,
             judge=(result.groundedness or {}).get("judge", ""),
@@ -56,6 +59,11 @@ class ResultRecord:
         if name == "latency_ms":
             return None if self.error else self.latency_ms
         return self.metrics.get(name)
+
+
+def stages_run(trace: Sequence[dict[str, Any]]) -> int:
+    """How many stages (graph nodes, each loop counted) a stored trace ran."""
+    return sum(1 for step in trace if step.get("stage") != "graph")
 
 
 def _interval(values: list[float], *, iterations: int, seed: int) -> dict[str, Any]:
@@ -88,6 +96,13 @@ def profile_aggregate(
         "high": None,
         "n": len(calls),
         "total": sum(calls),
+    }
+    steps = [r.stages_run for r in records if not r.error]
+    metrics["stages_run"] = {
+        "value": sum(steps) / len(steps) if steps else None,
+        "low": None,
+        "high": None,
+        "n": len(steps),
     }
     counts = {
         "cases": len(records),

@@ -210,3 +210,43 @@ def test_staff_cancel_a_queued_run(client, staff, tiny_dataset):
     client.post(reverse("eval:cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == EvalRun.Status.CANCELLED
+
+
+def test_dashboard_shows_corrective_and_adaptive_with_each_profiles_cost(
+    reader_client, tiny_dataset
+):
+    run = eval_run_execute(
+        run=eval_run_create(
+            dataset_path=tiny_dataset,
+            compare="fast,corrective,adaptive",
+            offline=True,
+            without_cross_encoder=True,
+        )
+    )
+    assert run.status == EvalRun.Status.SUCCEEDED
+    response = reader_client.get(reverse("eval:dashboard"))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Cost per profile" in html
+    assert 'id="profile-cost"' in html  # the cost chart
+    table = html.split('class="eval-costs"', 1)[1].split("</table>", 1)[0]
+    rows = {
+        label: table.split(f'<th scope="row">{label}', 1)[1].split("</tr>", 1)[0]
+        for label in run.profiles
+    }
+    assert {label.split(":")[0] for label in rows} == {"fast", "corrective", "adaptive"}
+    stages = {}
+    for label, row in rows.items():
+        cells = [c.split("</td>")[0] for c in row.split("<td>")[1:]]
+        cases, calls, steps, p50, p95 = cells
+        assert cases == "4"
+        assert calls == "0.00"  # offline: no chat model
+        assert p50.endswith(" ms") and p95.endswith(" ms")
+        stages[label.split(":")[0]] = float(steps)
+    # The corrective graph runs more nodes (triage, evaluate, ...) than the fast path.
+    assert stages["corrective"] > stages["fast"] > 0
+    # The trend charts draw corrective and adaptive like the other profiles.
+    assert html.count(PLOT_DIV) >= 2
+    trend = html.split('id="trend-h"', 1)[1].split('id="cost-h"', 1)[0]
+    for label in run.profiles:
+        assert label in trend
