@@ -99,6 +99,14 @@ class UnknownStage(UnknownComponent):
     kind = "stage"
 
 
+class UnknownWebSearchProvider(UnknownComponent):
+    kind = "web search provider"
+
+
+class WebFallbackNotAllowed(InvalidQuery):
+    """Web search was asked for where it may not run (the collection or profile does not allow it)."""
+
+
 class ConfigurationError(QueryError):
     """The deployment lacks something the requested options need (a model, a key).
 
@@ -126,6 +134,10 @@ class RerankerModelError(ConfigurationError):
 
 class ChatNotConfigured(ConfigurationError):
     """An LLM-backed component was required but no chat model is configured."""
+
+
+class WebSearchNotConfigured(ConfigurationError):
+    """Web search was asked for but no search provider address is configured."""
 
 
 class EmbeddingProfileMismatch(ConfigurationError):

@@ -28,6 +28,7 @@ from query_app.exceptions import (
     ConversationMismatch,
     EmptyQuestion,
     QueryError,
+    WebFallbackNotAllowed,
     QuestionTooLong,
 )
 from query_app.model_settings import options_with_saved_models
@@ -140,6 +141,17 @@ class QueryRequest:
     conversation: int | None = None
     # With ``conversation``: only the turns before this run count (re-running a turn).
     before_turn: int | None = None
+    # Search the web once the corrective budget is spent without correct evidence
+    # (profiles with the web node, on a collection that allows it); off by default.
+    web_fallback: bool = False
+
+    def all_overrides(self) -> dict[str, Any]:
+        """``overrides`` with the shorthands (``top_n``, ``web_fallback``) as options."""
+        return (
+            dict(self.overrides or {})
+            | ({"rerank.top_n": self.top_n} if self.top_n is not None else {})
+            | ({"web.enabled": True} if self.web_fallback else {})
+        )
 
     def as_retrieval(self) -> QueryRequest:
         return dataclasses.replace(self, retrieval_only=True)
@@ -182,7 +194,9 @@ def _query_prepare(
     text = question_validate(request.question, limits=limits)
     name, options = options_resolve(
         profile=request.profile,
-        overrides=request.overrides,
+        overrides={**(request.overrides or {}), "web.enabled": True}
+        if request.web_fallback
+        else request.overrides,
         top_n=request.top_n,
         limits=limits,
         # Some options name files on the server: only administrators set them.
@@ -206,7 +220,14 @@ def _query_prepare(
         scope=f"collection:{target.pk}:role:{role}",
         stream=request.stream,
     )
-    # Fail on missing models now, not half-way through a streamed answer.
+    if options.web.enabled and "web" not in stages:
+        raise WebFallbackNotAllowed(
+            f"the web fallback runs in the profiles that search the web ("
+            f"{', '.join(n for n in profile_names() if 'web' in profile_stages(n))}); "
+            f"profile {name!r} does not"
+        )
+    # Fail on missing models (and a collection refusing the web fallback) now,
+    # not half-way through a streamed answer.
     pipeline_check(query, chat=chat)
     return query, conversation
 
@@ -254,7 +275,6 @@ def query_answer_stream(
     except Exception:
         _close(chat)
         raise
-    top_n = request.top_n
     run = QueryRun(
         # Unsaved callers (the CLI's local operator) store runs without an owner.
         user=(
@@ -268,8 +288,7 @@ def query_answer_stream(
         question=query.question,
         profile=query.profile,
         options=query.options.as_dict(),
-        overrides=dict(request.overrides or {})
-        | ({"rerank.top_n": top_n} if top_n is not None else {}),
+        overrides=request.all_overrides(),
         retrieval_only=request.retrieval_only,
         allow_fallback=request.allow_fallback,
         # The collection was read at the start of this request: its version is current.

@@ -58,6 +58,9 @@ class Graph:
     exhausted: Mapping[str, str] = field(default_factory=dict)
     # Nodes run after a bound was reached when nothing was generated yet.
     finish: tuple[str, ...] = ("assemble", "generate")
+    # A node whose outcome makes up for a spent budget (the web fallback found
+    # evidence): the answer is then not flagged low-confidence for the budget.
+    recovers: Mapping[str, str] = field(default_factory=dict)
 
     def next_node(self, node: str, outcome: str) -> str:
         return self.edges.get((node, outcome)) or self.edges.get((node, ANY)) or END
@@ -90,7 +93,9 @@ GRAPHS: Registry[Graph] = Registry("graph", unknown=_unknown_graph)
 
 _RETRIEVAL_EDGES: dict[tuple[str, str], str] = {
     ("transform", ANY): "retrieve",
-    ("decompose", ANY): "retrieve",
+    # Multi-hop: the sub-questions are searched one by one, checked between hops.
+    ("decompose", ANY): "hops",
+    ("hops", ANY): "fuse",
     ("retrieve", ANY): "fuse",
     ("fuse", ANY): "rerank",
     ("rerank", ANY): "evaluate",
@@ -99,6 +104,8 @@ _RETRIEVAL_EDGES: dict[tuple[str, str], str] = {
     ("evaluate", "incorrect"): "rewrite",
     ("refine", ANY): "assemble",
     ("rewrite", ANY): "retrieve",
+    # After the budget (loop nodes' ``exhausted`` target): the opt-in web fallback.
+    ("web", ANY): "assemble",
     ("assemble", ANY): "generate",
     ("generate", ANY): "groundedness",
     ("groundedness", "ungrounded"): "rewrite",
@@ -111,6 +118,7 @@ _RETRIEVAL_EDGES: dict[tuple[str, str], str] = {
 GRAPH_STAGES = (
     "triage",
     "decompose",
+    "hops",
     "transform",
     "retrieve",
     "fuse",
@@ -118,6 +126,7 @@ GRAPH_STAGES = (
     "evaluate",
     "refine",
     "rewrite",
+    "web",
     "assemble",
     "generate",
     "groundedness",
@@ -138,7 +147,8 @@ GRAPHS.add(
             ("triage", ANY): "transform",
             **_RETRIEVAL_EDGES,
         },
-        exhausted={"rewrite": "assemble"},
+        exhausted={"rewrite": "web"},
+        recovers={"web": "found"},
     ),
 )
 
@@ -181,7 +191,8 @@ GRAPHS.add(
             **_SINGLE,
             **_RETRIEVAL_EDGES,
         },
-        exhausted={"rewrite": "assemble"},
+        exhausted={"rewrite": "web"},
+        recovers={"web": "found"},
     ),
 )
 
@@ -248,7 +259,7 @@ def graph_run(
     path: list[str] = []
     started = clock()
     transitions = 0
-    stop_reason = ""
+    stop_reason = recovered = ""
     node = graph.start
 
     warned: set[tuple[str, str]] = set()
@@ -302,6 +313,8 @@ def graph_run(
             break
         yield traced(step)
         yield from stage.events_after(state)
+        if stop_reason and graph.recovers.get(node) == _outcome(step):
+            recovered, stop_reason = f"{stop_reason}; the {node} node found evidence", ""
         node = graph.next_node(node, _outcome(step))
 
     if stop_reason and state.generation is None:
@@ -319,6 +332,8 @@ def graph_run(
             "low_confidence": low_confidence,
         }
     )
+    if recovered and not stop_reason:
+        end.details["recovered"] = recovered
     if stop_reason:
         end.details["reason"] = stop_reason
         if low_confidence:

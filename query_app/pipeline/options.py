@@ -156,6 +156,26 @@ class CacheOptions:
 
 
 @dataclass(frozen=True)
+@dataclass(frozen=True)
+class WebOptions:
+    """Web fallback (query_app/pipeline/web/): searched once the corrective budget is spent.
+
+    ``enabled`` is asked per request (the ask page's checkbox, the API's
+    ``web_fallback``) on a collection that allows it; settings cannot turn it on
+    for every question. The search server's address and the time and size limits
+    are the deployment's (settings.RAG["web_search"]), never a request's.
+    """
+
+    enabled: bool = False
+    provider: str = "searxng"
+    # Search results read, and pages fetched among them (in the provider's order).
+    max_results: int = 5
+    max_pages: int = 3
+    # Passages taken from one page (the ones sharing most words with the question).
+    passages_per_page: int = 2
+    passage_chars: int = 800
+
+
 class QueryOptions:
     """Every knob of the pipeline, one block per stage."""
 
@@ -176,6 +196,7 @@ class QueryOptions:
         k = self.retrieval.candidate_k
         return max(k if k is not None else self.rerank.top_n, self.rerank.top_n)
 
+    web: WebOptions = field(default_factory=WebOptions)
     @property
     def ef_search(self) -> int:
         ef = self.retrieval.ef_search

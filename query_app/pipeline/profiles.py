@@ -131,6 +131,13 @@ def profile_options(name: str) -> QueryOptions:
         ],
     )
     options_validate(options, QueryLimits.from_settings())
+    if options.web.enabled:
+        # Searching the web sends the question out: each request opts in, on a
+        # collection that allows it, never every question of a deployment.
+        raise InvalidOption(
+            f"option 'web.enabled' cannot be set in settings (profile {name!r}); the web "
+            "fallback is asked for per request (the ask page's checkbox, the API's web_fallback)"
+        )
     return options
 
 
@@ -265,6 +272,17 @@ def _check_corrective(o: QueryOptions) -> None:
 
     c = o.corrective
     graph_validate_options(c.max_iterations, c.max_transitions, c.timeout_s)
+    _check_web(o)
+
+
+def _check_web(o: QueryOptions) -> None:
+    from query_app.pipeline.web import WEB_PROVIDERS
+
+    WEB_PROVIDERS.get(o.web.provider)  # UnknownWebSearchProvider lists the known ones
+    _check_range("web.max_results", o.web.max_results, 1, 20)
+    _check_range("web.max_pages", o.web.max_pages, 1, 10)
+    _check_range("web.passages_per_page", o.web.passages_per_page, 1, 10)
+    _check_range("web.passage_chars", o.web.passage_chars, 100, 5000)
     if c.graph:
         GRAPHS.get(c.graph).validate()
     if c.grader not in GRADERS:

@@ -16,12 +16,14 @@ from query_app.pipeline.stages.evaluate import EvaluateStage
 from query_app.pipeline.stages.fuse import FuseStage
 from query_app.pipeline.stages.generate import GenerateStage
 from query_app.pipeline.stages.groundedness import GroundednessStage
+from query_app.pipeline.stages.hops import HopsStage
 from query_app.pipeline.stages.refine import RefineStage
 from query_app.pipeline.stages.rerank import RerankStage, relevance_floor_check
 from query_app.pipeline.stages.retrieve import RetrieveStage
 from query_app.pipeline.stages.rewrite import RewriteStage
 from query_app.pipeline.stages.transform import TransformStage
 from query_app.pipeline.stages.triage import RespondStage, RouteStage, TriageStage
+from query_app.pipeline.stages.web import WebStage
 from ragsite.registry import Registry
 
 STAGES: Registry[type[Stage]] = Registry("stage", unknown=UnknownStage)
@@ -39,9 +41,11 @@ for _stage in (
     RouteStage,
     RespondStage,
     DecomposeStage,
+    HopsStage,
     EvaluateStage,
     RefineStage,
     RewriteStage,
+    WebStage,
 ):
     STAGES.add(_stage.name, _stage)
 
