@@ -28,8 +28,8 @@ from query_app.exceptions import (
     ConversationMismatch,
     EmptyQuestion,
     QueryError,
-    WebFallbackNotAllowed,
     QuestionTooLong,
+    WebFallbackNotAllowed,
 )
 from query_app.model_settings import options_with_saved_models
 from query_app.models import Conversation, QueryRun

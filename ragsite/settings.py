@@ -443,6 +443,17 @@ RAG: dict[str, Any] = {
         "reconcile_s": env_float("RAG_JOB_RECONCILE_S", 30.0),
         "part_sources": env_int("RAG_JOB_PART_SOURCES", 32),
     },
+    # Web fallback of the corrective and adaptive profiles (query_app/pipeline/web/):
+    # a SearxNG instance with its JSON format on, e.g. http://127.0.0.1:8888. Used
+    # only for requests that ask for it, on collections that allow it. Result pages
+    # pass the SSRF guard; ``allow_hosts`` (host:port, comma-separated) may be on a
+    # private network, like the search server itself.
+    "web_search": {
+        "url": env_str("RAG_WEB_SEARCH_URL"),
+        "timeout_s": env_float("RAG_WEB_SEARCH_TIMEOUT_S", 10.0),
+        "max_bytes": env_int("RAG_WEB_SEARCH_MAX_BYTES", 2 * 1024 * 1024),
+        "allow_hosts": env_list("RAG_WEB_SEARCH_ALLOW_HOSTS"),
+    },
     "profile": env_str("RAG_PROFILE", "fast"),
     # Load the embedder and any configured cross-encoder when a web or worker process
     # starts (ragsite/warmup.py), so the first answer is as fast as the next. Off here
@@ -456,17 +467,6 @@ RAG: dict[str, Any] = {
             # CrossEncoder directory/id or a directory holding model.onnx. An image
             # built with RERANK_MODEL (Dockerfile) names its baked-in copy in
             # RAG_RERANK_MODEL_BUILTIN, which docker-compose's empty default cannot hide.
-    # Web fallback of the corrective and adaptive profiles (query_app/pipeline/web/):
-    # a SearxNG instance with its JSON format on, e.g. http://127.0.0.1:8888. Used
-    # only for requests that ask for it, on collections that allow it. Result pages
-    # pass the SSRF guard; ``allow_hosts`` (host:port, comma-separated) may be on a
-    # private network, like the search server itself.
-    "web_search": {
-        "url": env_str("RAG_WEB_SEARCH_URL"),
-        "timeout_s": env_float("RAG_WEB_SEARCH_TIMEOUT_S", 10.0),
-        "max_bytes": env_int("RAG_WEB_SEARCH_MAX_BYTES", 2 * 1024 * 1024),
-        "allow_hosts": env_list("RAG_WEB_SEARCH_ALLOW_HOSTS"),
-    },
             "model": env_str("RAG_RERANK_MODEL") or env_str("RAG_RERANK_MODEL_BUILTIN"),
         },
     },

@@ -150,13 +150,6 @@ class CorrectiveOptions:
 
 
 @dataclass(frozen=True)
-class CacheOptions:
-    enabled: bool = True
-    ttl_s: int = 300
-
-
-@dataclass(frozen=True)
-@dataclass(frozen=True)
 class WebOptions:
     """Web fallback (query_app/pipeline/web/): searched once the corrective budget is spent.
 
@@ -176,6 +169,13 @@ class WebOptions:
     passage_chars: int = 800
 
 
+@dataclass(frozen=True)
+class CacheOptions:
+    enabled: bool = True
+    ttl_s: int = 300
+
+
+@dataclass(frozen=True)
 class QueryOptions:
     """Every knob of the pipeline, one block per stage."""
 
@@ -189,6 +189,7 @@ class QueryOptions:
     groundedness: GroundednessOptions = field(default_factory=GroundednessOptions)
     cache: CacheOptions = field(default_factory=CacheOptions)
     corrective: CorrectiveOptions = field(default_factory=CorrectiveOptions)
+    web: WebOptions = field(default_factory=WebOptions)
 
     @property
     def candidate_k(self) -> int:
@@ -196,7 +197,6 @@ class QueryOptions:
         k = self.retrieval.candidate_k
         return max(k if k is not None else self.rerank.top_n, self.rerank.top_n)
 
-    web: WebOptions = field(default_factory=WebOptions)
     @property
     def ef_search(self) -> int:
         ef = self.retrieval.ef_search

@@ -264,14 +264,6 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("groundedness.min_support", o.groundedness.min_support, 0.0, 1.0)
     _check_range("cache.ttl_s", o.cache.ttl_s, 0, 7 * 24 * 3600)
     _check_corrective(o)
-
-
-def _check_corrective(o: QueryOptions) -> None:
-    from query_app.pipeline.graph import GRAPHS, graph_validate_options
-    from query_app.pipeline.stages.evaluate import GRADERS
-
-    c = o.corrective
-    graph_validate_options(c.max_iterations, c.max_transitions, c.timeout_s)
     _check_web(o)
 
 
@@ -283,6 +275,14 @@ def _check_web(o: QueryOptions) -> None:
     _check_range("web.max_pages", o.web.max_pages, 1, 10)
     _check_range("web.passages_per_page", o.web.passages_per_page, 1, 10)
     _check_range("web.passage_chars", o.web.passage_chars, 100, 5000)
+
+
+def _check_corrective(o: QueryOptions) -> None:
+    from query_app.pipeline.graph import GRAPHS, graph_validate_options
+    from query_app.pipeline.stages.evaluate import GRADERS
+
+    c = o.corrective
+    graph_validate_options(c.max_iterations, c.max_transitions, c.timeout_s)
     if c.graph:
         GRAPHS.get(c.graph).validate()
     if c.grader not in GRADERS:
