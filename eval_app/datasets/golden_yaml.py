@@ -54,7 +54,8 @@ from eval_app.datasets.types import (
 )
 from eval_app.datasets.yaml_nodes import NULL_TAG, NodeReader, node_line
 
-TOP_LEVEL_KEYS = ("name", "description", "corpus", "cases")
+TOP_LEVEL_KEYS = ("name", "description", "corpus", "quarantine", "cases")
+QUARANTINE_CHOICES = ("hold", "approve")
 CASE_KEYS = (
     "id",
     "question",
@@ -312,6 +313,15 @@ def _read_dataset(
         description = (
             reader.text(fields["description"].value, field="description", required=False) or ""
         )
+    quarantine = "hold"
+    if "quarantine" in fields:
+        quarantine = reader.text(fields["quarantine"].value, field="quarantine") or "hold"
+        if quarantine not in QUARANTINE_CHOICES:
+            reader.problem(
+                fields["quarantine"].value,
+                f"unknown value {quarantine!r}: use one of {', '.join(QUARANTINE_CHOICES)}",
+                field="quarantine",
+            )
     corpus: list[CorpusEntry] = []
     if "corpus" in fields:
         corpus = reader.corpus(fields["corpus"].value)
@@ -350,6 +360,7 @@ def _read_dataset(
         corpus=tuple(corpus),
         cases=tuple(cases),
         content_hash="",
+        quarantine=quarantine,
     )
     files, _problems = corpus_resolve(dataset)
     # The hash covers what resolves; unresolvable entries are the check's business.

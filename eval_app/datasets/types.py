@@ -169,6 +169,11 @@ class GoldenDataset:
     corpus: tuple[CorpusEntry, ...]
     cases: tuple[GoldenCase, ...]
     content_hash: str
+    # What evaluation does with corpus files the injection validator holds back:
+    # "hold" (they stay out of the index, as for any upload) or "approve" (a
+    # reviewer's approval is recorded, so cases can test that the answer resists
+    # the instructions planted in them).
+    quarantine: str = "hold"
 
     def case(self, case_id: str) -> GoldenCase:
         """The case with that id; ``KeyError`` lists a few known ids otherwise."""

@@ -19,8 +19,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.utils.text import slugify
 
-from collections_app.models import Collection, Source
-from collections_app.services import collection_create, collection_ingest, source_remove
+from collections_app.models import Collection, QuarantineItem, Source
+from collections_app.services import (
+    collection_create,
+    collection_ingest,
+    quarantine_approve,
+    source_remove,
+)
 from eval_app.harness.types import EvalError
 
 COLLECTION_PREFIX = "eval-"
@@ -53,6 +58,7 @@ class CorpusSummary:
     failed: list[dict[str, str]] = field(default_factory=list)
     quarantined: list[dict[str, Any]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    approved: list[str] = field(default_factory=list)  # held, then approved for the run
 
     def as_dict(self) -> dict[str, Any]:
         counts = {
@@ -75,6 +81,7 @@ class CorpusSummary:
             **counts,
             "failed": self.failed,
             "quarantined": self.quarantined,
+            "approved": self.approved,
             "removed": self.removed,
         }
 
@@ -112,7 +119,9 @@ def eval_collection_get_or_create(*, dataset_name: str, description: str = "") -
     )
 
 
-def corpus_sync(*, collection: Collection, files: Sequence[Path]) -> CorpusSummary:
+def corpus_sync(
+    *, collection: Collection, files: Sequence[Path], approve_quarantined: bool = False
+) -> CorpusSummary:
     """Ingest ``files`` into ``collection`` incrementally and drop sources not among them.
 
     Raises only for run-level problems (e.g. the collection was indexed with another
@@ -125,6 +134,7 @@ def corpus_sync(*, collection: Collection, files: Sequence[Path]) -> CorpusSumma
         removed.append(source.location)
         source_remove(source=source)
     report = collection_ingest(collection=collection, locations=locations)
+    approved = _quarantine_approve_all(collection) if approve_quarantined else []
     data = report.as_dict()
     failed = [
         {"location": s.location, "reason": s.reason} for s in report.sources if s.status == "failed"
@@ -132,7 +142,7 @@ def corpus_sync(*, collection: Collection, files: Sequence[Path]) -> CorpusSumma
     quarantined = [
         {"location": s.location, "verdict": s.verdict, "signals": list(s.signals)}
         for s in report.sources
-        if s.status == "quarantined"
+        if s.status == "quarantined" and s.location not in approved
     ]
     # Sources held from an earlier run stay out of the index; list them too.
     seen = {q["location"] for q in quarantined}
@@ -150,4 +160,34 @@ def corpus_sync(*, collection: Collection, files: Sequence[Path]) -> CorpusSumma
         failed=failed,
         quarantined=quarantined,
         removed=removed,
+        approved=approved,
     )
+
+
+def _eval_reviewer() -> User:
+    """The stored identity the approvals are recorded under: it can never log in."""
+    user_model = get_user_model()
+    reviewer, created = user_model.objects.get_or_create(
+        username="ragsite-eval", defaults={"is_active": False}
+    )
+    if created:
+        reviewer.set_unusable_password()
+        reviewer.save(update_fields=["password"])
+    return reviewer
+
+
+def _quarantine_approve_all(collection: Collection) -> list[str]:
+    """Approve, as the evaluation user, every pending item of the collection's quarantine.
+
+    Only for a dataset that asks for it (``quarantine: approve``): its cases test
+    that answers resist the instructions planted in those documents.
+    """
+    approved = []
+    reviewer = _eval_reviewer()
+    pending = QuarantineItem.objects.filter(
+        collection=collection, review_status=QuarantineItem.ReviewStatus.PENDING
+    ).select_related("source")
+    for item in pending:
+        quarantine_approve(item=item, reviewer=reviewer)
+        approved.append(item.source.location)
+    return approved

@@ -264,7 +264,11 @@ def _execute(run: EvalRun, on_progress: Progress | None) -> EvalRun:
     )
     started = time.perf_counter()
     _progress(run, f"ingesting {len(loaded.files)} corpus files", on_progress)
-    corpus = corpus_sync(collection=collection, files=loaded.files)
+    corpus = corpus_sync(
+        collection=collection,
+        files=loaded.files,
+        approve_quarantined=dataset.quarantine == "approve",
+    )
     ingest_s = time.perf_counter() - started
     run.collection = collection
     run.content_hash = dataset.content_hash

@@ -69,6 +69,7 @@ class Quote:
     unit: TextUnit
     position: int  # index of the unit in its passage
     title: str = ""  # its document's title, read with it
+    section: str = ""  # the heading above it in its passage, read with it too
     passage_similarity: float = 0.0
     similarity: float = 0.0
     score: float = 0.0
@@ -224,7 +225,10 @@ def _candidates(
             below_floor += 1
             continue
         units = text_units(passage.text)
+        section = ""
         for position, unit in enumerate(units):
+            if unit.title and not _FOOTER_RE.match(unit.text):
+                section = unit.text.lstrip("#").strip()
             if unit.quotable and looks_like_instruction(unit.text):
                 skipped_instructions += 1
             if _answers_something(unit):
@@ -234,10 +238,22 @@ def _candidates(
                     unit=unit,
                     position=position,
                     title=passage.candidate.source_name,
+                    section=section,
                     passage_similarity=passage.candidate.vector_similarity or 0.0,
                 )
                 quotes.append((quote, following))
     return quotes, skipped_instructions, below_floor
+
+
+# "Page 1 of 2", "- 3 -": page furniture, not a section heading.
+_FOOTER_RE = re.compile(r"^(?:page\s+\d+(?:\s+of\s+\d+)?|-?\s*\d+\s*-?)$", re.IGNORECASE)
+
+
+def _read_as(quote: Quote) -> str:
+    """The unit as embedded: "Document title — Section: the sentence" (a sentence
+    alone often lacks what it is about)."""
+    where = " — ".join(part for part in (quote.title, quote.section) if part)
+    return f"{where}: {quote.unit.text}" if where else quote.unit.text
 
 
 def _passage_clears(passage: Passage, floor: float | None) -> bool:
@@ -285,7 +301,7 @@ def extract(
     probes = [question, *parts] if len(parts) > 1 else [question]
     unit_terms = [set(content_terms(q.unit.text)) for q, _ in found]
     if encode is not None:
-        texts = [f"{q.title}: {q.unit.text}" if q.title else q.unit.text for q, _ in found]
+        texts = [_read_as(q) for q, _ in found]
         vectors = _vectors.encode(encode, model, [*probes, *texts])
         sims = vectors[len(probes) :] @ vectors[: len(probes)].T  # units x probes
     else:  # no embedder: coverage alone ranks, nothing is held to the sentence floor

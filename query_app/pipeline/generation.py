@@ -27,6 +27,7 @@ from query_app.pipeline.lexical import (
     MARKER_RE,
     markers_in,
 )
+from query_app.pipeline.names import unknown_names_answer
 from query_app.pipeline.options import GenerationOptions
 from query_app.pipeline.prompts import answer_messages
 from query_app.pipeline.types import AnswerMode
@@ -88,6 +89,8 @@ class GenerationRequest:
     floor: float | None = None
     # A follow-up's previous answer, sentence by sentence: not quoted again if avoidable.
     said: frozenset[str] = frozenset()
+    # Codes and identifiers of the question the collection never mentions (names.py).
+    unknown_names: tuple[str, ...] = ()
 
 
 Writer = Callable[[GenerationRequest], Generator[Any, None, GenerationResult]]
@@ -116,23 +119,32 @@ def generate(
     model: str = "",
     floor: float | None = None,
     said: frozenset[str] = frozenset(),
+    unknown_names: tuple[str, ...] = (),
 ) -> Generator[Any, None, GenerationResult]:
     """Yield answer pieces (or RESET) while generating; return the GenerationResult."""
     if not context.passages:
         return (yield from _not_found({"generator": "none", "model_calls": 0}))
     request = GenerationRequest(
-        question, context, options, chat, allow_fallback, stream, encode, model, floor, said
+        question,
+        context,
+        options,
+        chat,
+        allow_fallback,
+        stream,
+        encode,
+        model,
+        floor,
+        said,
+        unknown_names,
     )
     return (yield from GENERATORS.get(options.generator).write(request))
 
 
 def _not_found(
-    details: dict[str, Any], warnings: list[str] | None = None
+    details: dict[str, Any], warnings: list[str] | None = None, text: str = NOT_FOUND_ANSWER
 ) -> Generator[Any, None, GenerationResult]:
-    yield NOT_FOUND_ANSWER
-    return GenerationResult(
-        text=NOT_FOUND_ANSWER, mode="not-found", details=details, warnings=warnings or []
-    )
+    yield text
+    return GenerationResult(text=text, mode="not-found", details=details, warnings=warnings or [])
 
 
 def _write_extractive(request: GenerationRequest) -> Generator[Any, None, GenerationResult]:
@@ -225,6 +237,12 @@ def _llm(
 def _extractive(
     request: GenerationRequest, warnings: list[str]
 ) -> Generator[Any, None, GenerationResult]:
+    if request.unknown_names:
+        # Quoting the passages about "Q3" for a question about "Q5" would mislead.
+        names = list(request.unknown_names)
+        details = {"generator": "extractive", "cited": [], "unknown_names": names}
+        details["reason"] = "the question names what the collection never mentions"
+        return (yield from _not_found(details, warnings, unknown_names_answer(names)))
     found = extract(
         request.question,
         request.context,

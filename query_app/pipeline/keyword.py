@@ -76,6 +76,10 @@ def _mixed(part: str) -> bool:
     )
 
 
+# "macOS", "iPhone", "SourceTooLarge": a capital after a lower-case letter in one word.
+_CAMEL_RE = re.compile(r"^[A-Za-z]*[a-z][A-Z][A-Za-z]*$")
+
+
 def _word(part: str) -> bool:
     """An ordinary word (dependent, Interleukin), as opposed to an acronym (ERR, IL)."""
     return part.isalpha() and len(part) >= 4 and (part.islower() or part[1:].islower())
@@ -84,7 +88,8 @@ def _word(part: str) -> bool:
 def code_parts(token: str) -> list[str]:
     """The exact identifiers in ``token`` that keyword hits must contain.
 
-    ``ERR-4471``, ``v2.3.1``, ``sha256``, ``0x1F``, ``IL-10`` are codes;
+    ``ERR-4471``, ``v2.3.1``, ``sha256``, ``0x1F``, ``IL-10`` are codes, and so are
+    identifiers written in camel case (``SourceTooLarge``, ``macOS``);
     ``Rad53-dependent`` requires ``Rad53``; ``2019``, ``400mg``,
     ``0-dimensional`` and URLs require nothing.
     """
@@ -94,7 +99,7 @@ def code_parts(token: str) -> list[str]:
         return [token]
     parts = [p for p in re.split(r"[-/]", token) if p]
     if len(parts) <= 1:
-        return [token] if _mixed(token) else []
+        return [token] if _mixed(token) or _CAMEL_RE.match(token) else []
     mixed = [p for p in parts if _mixed(p)]
     if mixed:
         return mixed

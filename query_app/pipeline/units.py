@@ -36,6 +36,9 @@ _SENTENCE_END = (".", "!", "?", '"', "'", ")", "”", "`")
 _TOC_ENTRY_RE = re.compile(r"\((?:page|p\.)\s*\d+\)$|\.{4,}\s*\d+$", re.IGNORECASE)
 # Words at most in a line that stands alone as a title.
 TITLE_MAX_WORDS = 8
+# A list item up to this many words is one unit, whatever its sentences: "Alert 30
+# days before expiry. Owner: Aisha Bakker. Due on 15 August." reads as one fact.
+ITEM_MAX_WORDS = 40
 
 
 @dataclass(frozen=True)
@@ -192,9 +195,14 @@ def text_units(text: str) -> list[TextUnit]:
             cells = [c.strip() for c in body.strip("|").split("|")]
             units.append(TextUnit(" | ".join(c for c in cells if c), start, start + len(body), ROW))
         elif kind == "item":
-            bullet = _BULLET_RE.match(body)
-            skip = bullet.end() if bullet else 0
-            units += _sentences(body[skip:], start + skip, ITEM)
+            skip = 0
+            while bullet := _BULLET_RE.match(body[skip:]):  # "- 1. Overview": both marks
+                skip += bullet.end()
+            item = body[skip:]
+            if len(item.split()) <= ITEM_MAX_WORDS:
+                units.append(TextUnit(_fold(item), start + skip, start + len(body), kind=ITEM))
+            else:
+                units += _sentences(item, start + skip, ITEM)
         elif "\n" not in body and ";" in body and ": " in body:
             units.append(TextUnit(_fold(body), start, start + len(body), kind=ROW))  # a record
         else:

@@ -9,6 +9,7 @@ from query_app.exceptions import ChatNotConfigured
 from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
 from query_app.pipeline.lexical import answer_sentences
+from query_app.pipeline.names import names_absent, question_names
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.output_filter import output_filter_stage
 from query_app.pipeline.retrieval import collection_embedder
@@ -25,6 +26,7 @@ class GenerateDetails(TypedDict, total=False):
     fallback_from: str
     model_calls: int
     reason: str
+    unknown_names: list[str]
 
 
 def _already_said(state: PipelineState) -> frozenset[str]:
@@ -33,6 +35,20 @@ def _already_said(state: PipelineState) -> frozenset[str]:
         return frozenset()
     previous = state.query.history[-1].answer
     return frozenset(text.rstrip(".") for text, _ in answer_sentences(previous))
+
+
+def _unknown_names(state: PipelineState, context: AssembledContext) -> tuple[str, ...]:
+    """The question's codes and identifiers the collection never mentions (extractive only).
+
+    A chat model reads the passages and can say what they lack; quoting the
+    nearest passages cannot.
+    """
+    if not context.passages or state.query.collection is None:
+        return ()
+    if GENERATORS.get(state.options.generation.generator).uses_chat and state.chat is not None:
+        return ()
+    names = question_names(state.answer_question)
+    return tuple(names_absent(collection_id=int(state.query.collection.pk), names=names))
 
 
 class GenerateStage(Stage):
@@ -74,6 +90,7 @@ class GenerateStage(Stage):
             model=embedder.profile.model if embedder is not None else "",
             floor=state.options.floor.min_vector_similarity,
             said=_already_said(state),
+            unknown_names=_unknown_names(state, context),
         )
         while True:
             try:

@@ -1,0 +1,61 @@
+"""Names the question uses that the collection never mentions.
+
+A question about the "Quillmate Q5", "ERR-9999" or "macOS" cannot be answered
+by a collection that never says "Q5", "ERR-9999" or "macOS", however close its
+passages are to the rest of the question (the "Q3" passages, the other error
+codes, the Linux install). Such names are codes (letters and digits together,
+``ERR-4471``, ``v2.3.1``) and camel-case identifiers (``macOS``,
+``SourceTooLarge``): see ``keyword.code_parts``. Ordinary words are
+never checked: a question may use a synonym of the documents' word.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import connection
+
+from collections_app.search_index.keyword import TEXT_SEARCH_CONFIG
+from query_app.pipeline.keyword import code_parts
+
+_TOKEN_RE = re.compile(r"[A-Za-z0-9][\w.\-/]*[A-Za-z0-9]")
+
+
+def question_names(question: str) -> list[str]:
+    """The codes and identifiers of ``question``, in order, without repeats."""
+    found: list[str] = []
+    for token in _TOKEN_RE.findall(question):
+        if "://" in token or "@" in token:
+            continue
+        for name in code_parts(token):
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def names_absent(*, collection_id: int, names: list[str]) -> list[str]:
+    """Those of ``names`` that no chunk of the collection holds (as a phrase of lexemes)."""
+    if not names:
+        return []
+    absent = []
+    with connection.cursor() as cur:
+        for name in names:
+            cur.execute(
+                "SELECT numnode(phraseto_tsquery(%s::regconfig, %s)) > 0, EXISTS ("
+                " SELECT 1 FROM collections_app_chunk"
+                " WHERE collection_id = %s"
+                " AND search_vector @@ phraseto_tsquery(%s::regconfig, %s))",
+                [TEXT_SEARCH_CONFIG, name, int(collection_id), TEXT_SEARCH_CONFIG, name],
+            )
+            searchable, present = cur.fetchone() or (False, True)
+            if searchable and not present:
+                absent.append(name)
+    return absent
+
+
+def unknown_names_answer(names: list[str]) -> str:
+    quoted = ", ".join(f"“{name}”" for name in names)
+    return (
+        f"Not found in this collection: it never mentions {quoted}, so no passage can "
+        "answer this question."
+    )
