@@ -8,17 +8,23 @@ chunk never turns an answerable question into a refusal.
 Citation numbers are rank-based ([1] = best) whatever the layout:
 ``edges`` puts the strongest passages at both ends of the prompt, where models
 attend most (r1, r3, r5, …, r6, r4, r2); ``linear`` keeps rank order.
+
+Small-to-big (``context.expand``): a passage may be given to the model as the
+window or section around it (:mod:`query_app.pipeline.context_window`); one
+whose window does not fit is given alone. Its citation, snippet and highlights
+stay on the retrieved passage itself.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from query_app.exceptions import UnknownOrdering
+from query_app.pipeline.context_window import Window
 from query_app.pipeline.options import ContextOptions
 from query_app.pipeline.prompts import passage_block
 from query_app.pipeline.types import Candidate, Citation
@@ -65,37 +71,59 @@ class Passage:
 
     marker: int
     candidate: Candidate
-    text: str  # the candidate's text, or a prefix of it when cut to the budget
+    # What the model reads: the candidate's text, a prefix of it when cut to the
+    # budget, or the window around it (small-to-big).
+    text: str
     block: str  # as rendered in the prompt
     tokens: int
+    window: Window | None = None
+
+    @property
+    def char_start(self) -> int:
+        """Where ``text`` starts in the document."""
+        return self.window.char_start if self.window is not None else self.candidate.char_start
 
     def spans(self, offsets: list[tuple[int, int]]) -> list[dict[str, Any]]:
-        """Spans of this passage (offsets into its text) as a citation carries them."""
-        base = self.candidate.char_start
-        return [
-            {
-                "text": self.text[start:end],
-                "start": start,
-                "end": end,
-                "char_start": base + start,
-                "char_end": base + end,
-                "page": self.candidate.page,
-            }
-            for start, end in offsets
-        ]
+        """Spans of this passage (offsets into its text) as a citation carries them.
+
+        ``start``/``end`` are offsets into the cited chunk's text; with a window,
+        spans are clipped to the chunk (highlights stay on the cited passage) and
+        one wholly outside it is left out.
+        """
+        c = self.candidate
+        base = self.char_start
+        found = []
+        for start, end in offsets:
+            low, high = base + start, base + end
+            if self.window is not None:
+                low, high = max(low, c.char_start), min(high, c.char_end)
+                if low >= high:
+                    continue
+            found.append(
+                {
+                    "text": self.text[low - base : high - base],
+                    "start": low - c.char_start,
+                    "end": high - c.char_start,
+                    "char_start": low,
+                    "char_end": high,
+                    "page": c.page,
+                }
+            )
+        return found
 
     def citation(self) -> Citation:
         c = self.candidate
+        cited = c.text if self.window is not None else self.text
         return Citation(
             marker=self.marker,
             chunk_id=c.chunk_id,
             source=c.source_location,
             source_id=c.source_id,
             title=c.source_name,
-            snippet=snippet(self.text),
+            snippet=snippet(cited),
             score=c.score,
             char_start=c.char_start,
-            char_end=c.char_start + len(self.text) if self.text != c.text else c.char_end,
+            char_end=c.char_start + len(cited) if cited != c.text else c.char_end,
             page=c.page,
             section_path=list(c.section_path),
         )
@@ -119,17 +147,34 @@ class AssembledContext:
 
 
 def assemble(
-    candidates: list[Candidate], *, options: ContextOptions
+    candidates: list[Candidate],
+    *,
+    options: ContextOptions,
+    windows: Mapping[str, Window] | None = None,
 ) -> tuple[AssembledContext, dict[str, Any], list[str]]:
-    """Admit candidates in rank order under the budget; return context, details, warnings."""
+    """Admit candidates in rank order under the budget; return context, details, warnings.
+
+    ``windows`` holds, per chunk id, the text to give the model instead of the
+    passage alone (small-to-big); a window that does not fit falls back to the passage.
+    """
     cpt = options.chars_per_token
     budget = options.max_tokens
     used = estimate_tokens("x" * _WRAPPER_CHARS, cpt)
     passages: list[Passage] = []
     dropped = 0
+    alone = 0  # windows that did not fit, given as the passage alone
     warnings: list[str] = []
     for cand in candidates:
         marker = len(passages) + 1
+        window = (windows or {}).get(cand.chunk_id)
+        if window is not None:
+            block = passage_block(marker, cand, window.text)
+            tokens = estimate_tokens(block, cpt) + 1
+            if used + tokens <= budget:
+                passages.append(Passage(marker, cand, window.text, block, tokens, window))
+                used += tokens
+                continue
+            alone += 1
         block = passage_block(marker, cand)
         # +1 for the newline joining blocks.
         tokens = estimate_tokens(block, cpt) + 1
@@ -167,6 +212,20 @@ def assemble(
         "layout": layout,
         "token_estimate": f"ceil(characters / {cpt:g})",
     }
+    if options.expand != "chunk":
+        details["expand"] = {
+            "kind": options.expand,
+            "window": options.window,
+            "max_tokens": options.expand_max_tokens,
+            "expanded": sum(1 for p in passages if p.window is not None),
+            "alone_by_budget": alone,
+            # Which text each passage was given: its marker, chunk, ordinals and characters.
+            "passages": [
+                {"marker": p.marker, **p.window.trace(p.candidate.chunk_id)}
+                for p in passages
+                if p.window is not None
+            ],
+        }
     return context, details, warnings
 
 

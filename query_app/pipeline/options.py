@@ -102,6 +102,13 @@ class ContextOptions:
     ordering: str = "edges"  # edges | linear
     # Token estimate for the chat model: ceil(characters / chars_per_token).
     chars_per_token: float = 4.0
+    # Small-to-big (query_app/pipeline/context_window.py): what the generator reads
+    # for each passage: "chunk" (the passage), "window" (with ``window`` neighbouring
+    # passages on each side) or "section" (its section's passages around it), at most
+    # ``expand_max_tokens`` each. Citations and highlights stay on the passage.
+    expand: str = "chunk"
+    window: int = 1
+    expand_max_tokens: int = 600
 
 
 @dataclass(frozen=True)

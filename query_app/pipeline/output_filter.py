@@ -250,7 +250,7 @@ def flagged_spans(passages: Sequence[Passage]) -> list[str]:
                     spans.append(excerpt)
                 continue
             for passage in by_source.get(source_id, []):
-                base = passage.candidate.char_start
+                base = passage.char_start  # the window's start when small-to-big widened it
                 low, high = max(start, base), min(end, base + len(passage.text))
                 if low < high:
                     first, last = _sentence_around(passage.text, low - base, high - base)

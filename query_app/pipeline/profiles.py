@@ -207,6 +207,7 @@ def options_resolve(
 def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     """Check ranges and component names; raise the matching specific error."""
     from query_app.pipeline.assembly import ORDERINGS
+    from query_app.pipeline.context_window import EXPANSIONS
     from query_app.pipeline.generation import GENERATORS
     from query_app.pipeline.groundedness import CHECKERS
     from query_app.pipeline.keyword import KEYWORD_RANKINGS
@@ -255,6 +256,13 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("floor.min_keyword_coverage", o.floor.min_keyword_coverage, 0.0, 1.0)
     _check_range("context.max_tokens", o.context.max_tokens, 50, 1_000_000)
     _check_range("context.chars_per_token", o.context.chars_per_token, 0.5, 20.0)
+    if o.context.expand not in EXPANSIONS:
+        raise InvalidOption(
+            f"option 'context.expand' must be one of {', '.join(EXPANSIONS)}, "
+            f"got {o.context.expand!r}"
+        )
+    _check_range("context.window", o.context.window, 0, 20)
+    _check_range("context.expand_max_tokens", o.context.expand_max_tokens, 10, 100_000)
     _check_range("generation.max_sentences", o.generation.max_sentences, 1, 50)
     _check_range(
         "generation.min_sentence_similarity", o.generation.min_sentence_similarity, -1.0, 1.0
