@@ -102,6 +102,8 @@ _RETRIEVAL_EDGES: dict[tuple[str, str], str] = {
     ("evaluate", "correct"): "assemble",
     ("evaluate", "ambiguous"): "refine",
     ("evaluate", "incorrect"): "rewrite",
+    # The evidence defines a term of the question: one bridge hop (bridging.py).
+    ("evaluate", "bridge"): "rewrite",
     ("refine", ANY): "assemble",
     ("rewrite", ANY): "retrieve",
     # After the budget (loop nodes' ``exhausted`` target): the opt-in web fallback.

@@ -6,7 +6,9 @@ gate answers without the grader when the top passage is clearly strong or
 clearly weak. With a chat model the grader is one structured call; a malformed
 reply falls back to the offline grader with a warning. An "incorrect" verdict
 keeps the best evidence any earlier iteration found, so a worse rewrite never
-replaces a better retrieval.
+replaces a better retrieval. Evidence that defines a term of the question (a
+glossary line: "Tier B: the Priority plan") makes the outcome ``bridge`` once: the
+rewrite node searches the definition's words next to the question (multi-hop).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from query_app.pipeline.bridging import bridge_find
 from query_app.pipeline.corrective import Grade, grade, grade_offline, score_gate
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.stages.base import PipelineState, Stage
 from query_app.pipeline.types import TraceStep
 
 GRADERS = ("auto", "offline", "llm")
+# What the evaluate node may decide: a verdict, or a bridge hop before answering.
+OUTCOMES = ("correct", "ambiguous", "incorrect", "bridge")
 
 
 class EvaluateStage(Stage):
@@ -61,9 +66,26 @@ class EvaluateStage(Stage):
             # An earlier iteration found better evidence: keep it for the answer.
             kept = list(state.notes["best_kept"])
             step.details["kept_from_earlier"] = True
+        outcome = result.verdict
+        # Multi-hop: evidence that defines a term of the question (a glossary line) sends
+        # its definition to the rewrite node once, as a bridge probe (bridging.py).
+        bridge = (
+            bridge_find(question, kept)
+            if not state.notes.get("bridged") and state.iteration < o.max_iterations
+            else None
+        )
+        if bridge is not None:
+            notes.update(bridged=True, bridge_probe=bridge.probe)
+            outcome = "bridge" if result.verdict != "incorrect" else outcome
+            step.details["bridge"] = {
+                "term": bridge.term,
+                "definition": bridge.definition,
+                "probe": bridge.probe,
+                "chunk_id": bridge.chunk_id,
+            }
         step.details.update(
             {
-                "outcome": result.verdict,
+                "outcome": outcome,
                 "verdict": result.verdict,
                 "grader": result.source,
                 "reason": result.reason,
@@ -79,7 +101,7 @@ class EvaluateStage(Stage):
 
     def summary(self, details: Mapping[str, Any]) -> list[str]:
         return [
-            str(details.get("verdict", "")),
+            str(details.get("verdict", "")) + (" · bridge" if details.get("bridge") else ""),
             f"by {details.get('grader', '?')}",
             f"top {details.get('top_relevance', 0)}",
         ]

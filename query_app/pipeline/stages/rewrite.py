@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from query_app.pipeline.corrective import rewrite_probe
+from query_app.pipeline.corrective import Judgement, rewrite_probe
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.stages.base import PipelineState, Stage
 from query_app.pipeline.types import TraceStep
@@ -28,14 +28,19 @@ class RewriteStage(Stage):
         question = state.search_question
         tried = tuple(state.notes.get("probes_tried", ()))
         calls_before = state.chat_calls
-        judged = rewrite_probe(
-            question,
-            list(state.candidates),
-            attempt=state.iteration,
-            tried=tried,
-            chat=state.chat,
-            rationale=str(state.notes.get("verdict", "")),
-        )
+        bridge = str(state.notes.get("bridge_probe") or "")
+        if bridge and bridge not in tried:
+            # The evaluate node found a definition of the question's term: search it.
+            judged = Judgement(bridge, "bridge: the definition of a term of the question", "bridge")
+        else:
+            judged = rewrite_probe(
+                question,
+                list(state.candidates),
+                attempt=state.iteration,
+                tried=tried,
+                chat=state.chat,
+                rationale=str(state.notes.get("verdict", "")),
+            )
         step.warnings += judged.warnings
         probe = judged.label
         step.details.update(
@@ -45,6 +50,8 @@ class RewriteStage(Stage):
                 "source": judged.source,
                 "because": "ungrounded answer"
                 if state.generation is not None
+                else "a bridge hop"
+                if judged.source == "bridge"
                 else f"verdict {state.notes.get('verdict', '?')}",
                 "model_calls": state.chat_calls - calls_before,
             }
@@ -55,7 +62,7 @@ class RewriteStage(Stage):
             probe_kind="fusion",
             generation=None,
             groundedness=None,
-            notes={**state.notes, "probes_tried": (*tried, probe)},
+            notes={**state.notes, "probes_tried": (*tried, probe), "bridge_probe": ""},
         )
 
     def summary(self, details: Mapping[str, Any]) -> list[str]:

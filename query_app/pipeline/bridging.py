@@ -1,0 +1,143 @@
+"""Bridging (corrective, multi-hop): the question names a thing by another name.
+
+Organisations call things by internal names: "Tier B" is the Priority support
+plan, "Greyfin" the old name of Lanternfish, "the Harbor bundle" the Q3 Starter
+Kit. The first retrieval finds the definition (a glossary line), while the answer
+lives in a document that only uses the other name. When the evidence defines a
+term of the question, the definition's words, added to the question's keywords,
+are a bridge probe: the evaluate node sends it to the rewrite node once, and the
+question's and the probe's rankings are fused, so the definition and the answer
+both reach the context (the answer cites across the two documents).
+
+Only explicit definitions count (a glossary entry ``**Term**: ...``, "Term is the
+name of ...", "Term (formerly ...)", "also known as"), so an ordinary passage that
+merely mentions a term of the question never triggers a hop.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from query_app.pipeline.lexical import content_terms, content_words
+from query_app.pipeline.types import Candidate
+
+# "**Tier A, Tier B, Tier C**: internal names of ..." or "- Greyfin: the name of ..."
+_GLOSSARY_RE = re.compile(
+    r"^\s*(?:[-*\u2022]\s+)?(?:\*\*|__)?(?P<term>[^:*_\n]{2,80}?)(?:\*\*|__)?"
+    r"\s*[:\u2013\u2014]\s+(?P<definition>[^\n]+)",
+    re.MULTILINE,
+)
+# "Greyfin is the former name of Lanternfish", "The Dock means the QD-2 cradle".
+_SENTENCE_RE = re.compile(
+    r"(?P<term>\b[^.;:\n]{2,60}?)\s+(?:is|was|are|were)\s+(?:the|an?)\s+"
+    r"(?:(?:old|former|internal|sales|marketing|product|code|short|earlier|new|official)\s+)*"
+    r"(?:name|names|codename|code\s+name|alias|nickname|abbreviation)\s+(?:of|for)\s+"
+    r"(?P<definition>[^.;\n]{3,160})",
+    re.IGNORECASE,
+)
+_ALIAS_RE = re.compile(
+    r"(?P<term>\b[^.;:\n(]{2,60}?)\s*(?:\((?:formerly|previously|also\s+called|aka)\s+"
+    r"(?P<old>[^)]{2,60})\)|,?\s+(?:also\s+known\s+as|a\.k\.a\.|aka|renamed\s+from)\s+"
+    r"(?P<aka>[^.;,\n]{2,60}))",
+    re.IGNORECASE,
+)
+# Words that say "this is a name", not what the thing is.
+_FILLER = frozenset(
+    {
+        *("name", "names", "named", "codename", "alias", "nickname", "abbreviation"),
+        *("internal", "sales", "marketing", "former", "formerly", "old", "older"),
+        *("earlier", "official", "product", "renamed", "called", "known"),
+    }
+)
+# A list of names ("Standard, Priority and Critical"): matched item by item.
+_LIST_SPLIT_RE = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+# How many of the top passages are searched for a definition.
+DEPTH = 5
+# Words of the definition added to the question's keywords.
+MAX_DEFINITION_WORDS = 8
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """A term of the question, what the evidence says it is, and the probe to search."""
+
+    term: str
+    definition: str
+    probe: str
+    chunk_id: str
+
+
+def _named(question: str, phrase: str) -> int | None:
+    """Which of a phrase's names (comma-separated) the question uses, by position.
+
+    "Tier C" of "Tier A, Tier B, Tier C" is 2 for a Tier C question; None when the
+    question uses none of them. A name must appear as a whole, in order.
+    """
+    lowered = " " + " ".join(w.lower() for w in re.findall(r"[\w\-.]+", question)) + " "
+    for index, name in enumerate(_LIST_SPLIT_RE.split(phrase.strip())):
+        tokens = [w.lower() for w in re.findall(r"[\w\-.]+", name)]
+        if tokens and content_terms(name) and f" {' '.join(tokens)} " in lowered:
+            return index
+    return None
+
+
+def _aligned(definition: str, index: int, count: int) -> str:
+    """The ``index``-th item of a list in the definition when the term was a list of as
+    many names ("Tier A, Tier B, Tier C": "Standard, Priority and Critical ...")."""
+    if count < 2:
+        return definition
+    match = re.search(
+        r"((?:[A-Z][\w\-]*\s*,\s*)+[A-Z][\w\-]*,?\s+(?:and|or)\s+[A-Z][\w\-]*)", definition
+    )
+    if not match:
+        return definition
+    items = _LIST_SPLIT_RE.split(match.group(1))
+    if len(items) != count:
+        return definition
+    return definition[: match.start()] + items[index] + definition[match.end() :]
+
+
+def _definitions(text: str) -> list[tuple[str, str]]:
+    found = [(m.group("term"), m.group("definition")) for m in _GLOSSARY_RE.finditer(text)]
+    found += [(m.group("term"), m.group("definition")) for m in _SENTENCE_RE.finditer(text)]
+    for m in _ALIAS_RE.finditer(text):
+        other = m.group("old") or m.group("aka") or ""
+        # Either name may be the question's: each is the other's definition.
+        found += [(m.group("term"), other), (other, m.group("term"))]
+    return found
+
+
+def bridge_find(question: str, kept: Sequence[Candidate]) -> Bridge | None:
+    """The first definition of a question's term in the top passages, as a bridge probe.
+
+    None when no passage defines one, or when the definition adds no new word.
+    """
+    asked = set(content_terms(question))
+    if not asked:
+        return None
+    keywords = list(dict.fromkeys(w.lower() for w in content_words(question)))
+    for candidate in kept[:DEPTH]:
+        for term, definition in _definitions(candidate.text):
+            term = term.strip(" *_-•")
+            index = _named(question, term) if term else None
+            if index is None:
+                continue
+            count = len(_LIST_SPLIT_RE.split(term))
+            definition = _aligned(definition, index, count)
+            new = [
+                w.lower()
+                for w in content_words(definition)
+                if not set(content_terms(w)) <= asked and len(w) > 1 and w.lower() not in _FILLER
+            ]
+            new = list(dict.fromkeys(new))[:MAX_DEFINITION_WORDS]
+            if not new:
+                continue
+            return Bridge(
+                term=term,
+                definition=definition.strip()[:200],
+                probe=" ".join([*keywords, *new]),
+                chunk_id=candidate.chunk_id,
+            )
+    return None
