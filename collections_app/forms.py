@@ -51,6 +51,18 @@ class CollectionForm(forms.Form):
             del self.fields["slug"]
 
 
+class WebFallbackForm(forms.Form):
+    web_fallback = forms.BooleanField(
+        required=False,
+        label="Allow the web fallback",
+        help_text=(
+            "When a corrective or adaptive answer finds no good evidence here, a question "
+            "whose asker ticks “search the web” is sent to this server's web search; the "
+            "pages found are cited by their address and never added to the collection."
+        ),
+    )
+
+
 class MultipleFileInput(forms.ClearableFileInput):
     allow_multiple_selected = True
 

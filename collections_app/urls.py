@@ -11,6 +11,11 @@ urlpatterns = [
     path("collections/<slug:slug>/", views.collection_detail, name="detail"),
     path("collections/<slug:slug>/edit/", views.collection_edit, name="edit"),
     path("collections/<slug:slug>/delete/", views.collection_delete_view, name="delete"),
+    path(
+        "collections/<slug:slug>/web-fallback/",
+        views.collection_web_fallback,
+        name="web_fallback",
+    ),
     path("collections/<slug:slug>/members/", views.collection_members, name="members"),
     path("collections/<slug:slug>/upload/", views.collection_upload, name="upload"),
     path("collections/<slug:slug>/urls/", views.collection_add_urls, name="add_urls"),

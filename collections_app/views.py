@@ -25,6 +25,7 @@ from collections_app.forms import (
     QuarantineDecisionForm,
     UploadForm,
     UrlForm,
+    WebFallbackForm,
     new_request_key,
 )
 from collections_app.highlight import MarkedSpan, text_view
@@ -55,6 +56,7 @@ from collections_app.services import (
     collection_create,
     collection_delete,
     collection_update,
+    collection_web_fallback_set,
     ingestion_job_refresh,
     membership_change,
     quarantine_review,
@@ -147,7 +149,32 @@ def collection_edit(request: HttpRequest, slug: str) -> HttpResponse:
         collection_update(collection=collection, **form.cleaned_data)
         messages.success(request, "Collection saved.")
         return redirect("collections:detail", slug=slug)
-    return render(request, "collections/form.html", {"form": form, "collection": collection})
+    context = {
+        "form": form,
+        "collection": collection,
+        "web_form": WebFallbackForm(initial={"web_fallback": collection.web_fallback}),
+    }
+    return render(request, "collections/form.html", context)
+
+
+@require_POST
+@login_required
+def collection_web_fallback(request: HttpRequest, slug: str) -> HttpResponse:
+    """The settings page's web-fallback switch (collection admins only)."""
+    collection = _collection(request, slug)
+    if not _allowed(request, collection, "admin"):
+        return redirect("collections:detail", slug=slug)
+    form = WebFallbackForm(request.POST)
+    if form.is_valid():
+        enabled = form.cleaned_data["web_fallback"]
+        collection_web_fallback_set(collection=collection, enabled=enabled)
+        messages.success(
+            request,
+            "Web fallback allowed: corrective and adaptive answers may search the web when asked."
+            if enabled
+            else "Web fallback turned off for this collection.",
+        )
+    return redirect("collections:edit", slug=slug)
 
 
 @require_http_methods(["GET", "POST"])

@@ -102,11 +102,17 @@ class AskForm(forms.Form):
     retrieval_only = forms.BooleanField(
         required=False, label="Retrieve only (show the passages, no generated answer)"
     )
+    # Shown only for a collection that allows it and a profile that searches the web.
+    web_fallback = forms.BooleanField(
+        required=False, label="Search the web when this collection has no good answer"
+    )
 
     def __init__(self, *args: Any, user: User | AnonymousUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.collections = list(
-            collections_for_user(user, include_evaluation=False).only("slug", "name")
+            collections_for_user(user, include_evaluation=False).only(
+                "slug", "name", "web_fallback"
+            )
         )
         self.fields["collection"].widget.choices = [(c.slug, c.name) for c in self.collections]
         self.profiles = profiles_here()
@@ -120,6 +126,28 @@ class AskForm(forms.Form):
     def profile_stages(self) -> dict[str, list[str]]:
         """Each profile's stages, for the progress list the page shows while answering."""
         return {p.name: list(p.stages) for p in self.profiles}
+
+    @property
+    def web_fallback_choices(self) -> dict[str, list[str]] | None:
+        """The collections allowing the web fallback and the profiles running it (None: never)."""
+        from query_app.pipeline.web import WebSearchConfig
+
+        collections = [c.slug for c in self.collections if c.web_fallback]
+        if not collections or not WebSearchConfig.from_settings().configured:
+            return None
+        profiles = [p.name for p in self.profiles if "web" in p.stages]
+        return {"collections": collections, "profiles": profiles}
+
+    @property
+    def web_fallback_shown(self) -> bool:
+        """Whether the box applies to the collection and profile selected as the page loads."""
+        choices = self.web_fallback_choices
+        if choices is None:
+            return False
+        slugs = [c.slug for c in self.collections]
+        collection = self["collection"].value() or (slugs[0] if slugs else "")
+        profile = self["profile"].value() or default_profile_name()
+        return collection in choices["collections"] and profile in choices["profiles"]
 
     @property
     def profile_notes(self) -> list[str]:

@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from collections_app.ingestion.fetch import is_web_url
 from collections_app.selectors import CollectionNotFound
 from query_app.exceptions import QueryError
 from query_app.forms import (
@@ -47,6 +48,7 @@ from query_app.model_settings import (
 from query_app.models import Conversation, QueryRun
 from query_app.pipeline.graph import graph_flags
 from query_app.pipeline.types import MODE_LABELS, ContextEvent, StepEvent, TokenEvent
+from query_app.pipeline.web import is_web_chunk
 from query_app.presentation import (
     StageRow,
     answer_html,
@@ -127,7 +129,13 @@ def passage_url(run: QueryRun, marker: int) -> str:
 
 
 def source_url(run: QueryRun, citation: dict[str, Any]) -> str:
-    """The source page scrolled to the cited sentence (or passage), highlighted there."""
+    """The source page scrolled to the cited sentence (or passage), highlighted there.
+
+    A passage the web fallback found links to its web page (http or https only).
+    """
+    if is_web_chunk(citation.get("chunk_id")):
+        address = str(citation.get("source") or "")
+        return address if is_web_url(address) else ""
     url = reverse(
         "collections:source",
         kwargs={"slug": run.collection.slug, "source_id": citation.get("source_id") or 0},
@@ -145,6 +153,7 @@ def answer_view(run: QueryRun) -> AnswerView:
             **citation_shown(c),
             "passage_url": passage_url(run, c["marker"]),
             "source_url": source_url(run, c),
+            "web": is_web_chunk(c.get("chunk_id")),
         }
         for c in run.citations
     ]
@@ -182,6 +191,7 @@ def _ask_request(data: QueryDict, *, stream: bool = False) -> QueryRequest:
         question=data.get("question", ""),
         profile=data.get("profile") or None,
         retrieval_only=bool(data.get("retrieval_only")),
+        web_fallback=bool(data.get("web_fallback")),
         stream=stream,
         conversation=_conversation_id(data.get("conversation", "")),
     )
@@ -294,11 +304,14 @@ def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
     citation = next((c for c in run.citations if c.get("marker") == marker), None)
     if citation is None:
         raise Http404("No such citation")
-    source_exists = query_run_source_exists(run, source_id=citation.get("source_id"))
-    text = query_run_passage_text(run, chunk_id=str(citation.get("chunk_id", "")))
+    web = is_web_chunk(citation.get("chunk_id"))
+    # A web passage was never stored: its snippet is all there is, its page is on the web.
+    source_exists = web or query_run_source_exists(run, source_id=citation.get("source_id"))
+    text = None if web else query_run_passage_text(run, chunk_id=str(citation.get("chunk_id", "")))
     context = {
         "run": run,
         "citation": citation_shown(citation),
+        "web": web,
         "source_url": source_url(run, citation) if source_exists else "",
         # The cited sentence(s) highlighted with some context; the snippet otherwise.
         "preview": passage_preview(text, citation.get("spans") or []) if text else None,

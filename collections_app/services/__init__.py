@@ -10,6 +10,7 @@ from collections_app.services.collection import (
     collection_delete,
     collection_index_bump,
     collection_update,
+    collection_web_fallback_set,
     membership_change,
     membership_set,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "collection_index_bump",
     "collection_ingest",
     "collection_update",
+    "collection_web_fallback_set",
     "ingestion_job_claim",
     "ingestion_job_create",
     "ingestion_job_enqueue",

@@ -102,6 +102,17 @@ def collection_update(
     return collection
 
 
+def collection_web_fallback_set(*, collection: Collection, enabled: bool) -> Collection:
+    """Allow or forbid the web fallback of corrective and adaptive answers on ``collection``.
+
+    Off by default: a request that asks for it on a collection that does not allow
+    it is refused. Nothing the web fallback finds is ever stored in the collection.
+    """
+    collection.web_fallback = enabled
+    collection.save(update_fields=["web_fallback", "updated_at"])
+    return collection
+
+
 def collection_delete(*, collection: Collection) -> None:
     """Delete a collection with its sources, chunks and vector index."""
     collection_id = collection.pk

@@ -46,6 +46,14 @@ class QueryRequestSerializer(serializers.Serializer):
         default=dict,
         help_text='Per-request options, nested or dotted: {"retrieval.mode": "hybrid"}.',
     )
+    web_fallback = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Search the web when the collection's evidence stays insufficient "
+        "(corrective and adaptive profiles, on a collection that allows it; 400 otherwise). "
+        "Web passages are cited with their URL as `source`, a `web:` chunk id and source_id "
+        "0, and are never stored in the collection.",
+    )
     allow_fallback = serializers.BooleanField(
         required=False,
         default=True,
@@ -161,6 +169,7 @@ class _AskView(APIView):
                 top_n=data["top_n"],
                 overrides=data["overrides"],
                 allow_fallback=data["allow_fallback"],
+                web_fallback=data["web_fallback"],
                 retrieval_only=self.retrieval_only,
                 conversation=data["conversation"],
             ),

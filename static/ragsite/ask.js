@@ -1,3 +1,25 @@
+// The "search the web" box shows only for a collection that allows the web fallback
+// and a profile that searches the web (the server refuses the request otherwise).
+(function () {
+  "use strict";
+  var box = document.querySelector("[data-web-fallback]");
+  var form = document.getElementById("ask-form");
+  if (!box || !form || !form.elements.collection || !form.elements.profile) { return; }
+  var collections = box.getAttribute("data-collections").split(",");
+  var profiles = box.getAttribute("data-profiles").split(",");
+  var input = box.querySelector("input");
+  function update() {
+    var show = collections.indexOf(form.elements.collection.value) >= 0 &&
+      profiles.indexOf(form.elements.profile.value) >= 0;
+    box.hidden = !show;
+    input.disabled = !show;
+    if (!show) { input.checked = false; }
+  }
+  form.elements.collection.addEventListener("change", update);
+  form.elements.profile.addEventListener("change", update);
+  update();
+})();
+
 // Streams an answer into the ask page: stage progress, then the answer as it is
 // generated, then the server-rendered answer (citations and trace). Without this
 // script the form posts normally and the page comes back with the answer.
