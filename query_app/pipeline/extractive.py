@@ -300,6 +300,9 @@ def extract(
     parts = question_parts(question)
     probes = [question, *parts] if len(parts) > 1 else [question]
     unit_terms = [set(content_terms(q.unit.text)) for q, _ in found]
+    # The heading above a unit says what it is about ("Root cause"): its words count
+    # for coverage, not for novelty (they are not what the unit adds).
+    heading_terms = [set(content_terms(q.section)) for q, _ in found]
     if encode is not None:
         texts = [_read_as(q) for q, _ in found]
         vectors = _vectors.encode(encode, model, [*probes, *texts])
@@ -310,7 +313,7 @@ def extract(
     exact = {p.marker for p in context.passages if p.candidate.exact_match}
     # One ranking for the whole question, and for a two-part one, one per part.
     rankings = [
-        _scored(found, unit_terms, sims[:, i], probe, floor=held_to, exact=exact)
+        _scored(found, unit_terms, heading_terms, sims[:, i], probe, floor=held_to, exact=exact)
         for i, probe in enumerate(probes)
     ]
     if said:
@@ -339,6 +342,7 @@ def _said(quote: Quote, said: frozenset[str]) -> bool:
 def _scored(
     found: list[tuple[Quote, TextUnit | None]],
     unit_terms: list[set[str]],
+    heading_terms: list[set[str]],
     sims: np.ndarray,
     probe: str,
     *,
@@ -347,17 +351,20 @@ def _scored(
 ) -> list[tuple[Quote, TextUnit | None]]:
     """The units that clear the sentence floor for ``probe``, best first."""
     wanted = set(content_terms(probe))
-    rarity = _rarity(wanted, unit_terms)
+    covering = [terms | heading for terms, heading in zip(unit_terms, heading_terms, strict=True)]
+    rarity = _rarity(wanted, covering)
     total = sum(rarity.values()) or 1.0
     quantity = asks_for_quantity(probe)
     scored = []
-    for (quote, following), terms, sim in zip(found, unit_terms, sims, strict=True):
+    for (quote, following), terms, covers, sim in zip(
+        found, unit_terms, covering, sims, strict=True
+    ):
         if floor is not None and quote.marker not in exact and sim < floor:
             continue
         if quantity and not states_quantity(quote.unit.text):
             continue  # "How much does it cost?" is not answered without a figure
         novelty = len(terms - wanted) / len(terms) if terms else 0.0
-        coverage = sum(rarity[t] for t in wanted & terms) / total
+        coverage = sum(rarity[t] for t in wanted & covers) / total
         score = (
             float(sim) * (1 - NOVELTY_WEIGHT + NOVELTY_WEIGHT * novelty)
             + LEXICAL_WEIGHT * coverage

@@ -19,14 +19,13 @@ from collections_app.search_index.keyword import TEXT_SEARCH_CONFIG
 from query_app.pipeline.keyword import code_parts
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][\w.\-/]*[A-Za-z0-9]")
+_URL_RE = re.compile(r"\S+://\S+|\S+@\S+")
 
 
 def question_names(question: str) -> list[str]:
     """The codes and identifiers of ``question``, in order, without repeats."""
     found: list[str] = []
-    for token in _TOKEN_RE.findall(question):
-        if "://" in token or "@" in token:
-            continue
+    for token in _TOKEN_RE.findall(_URL_RE.sub(" ", question)):
         for name in code_parts(token):
             if name not in found:
                 found.append(name)

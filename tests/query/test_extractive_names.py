@@ -1,0 +1,119 @@
+"""What the extractive answer does with names, list items and section headings.
+
+A question naming a code or identifier the collection never mentions is
+declined with that name; a short list item is quoted whole; a sentence is read
+with the heading above it. Real PostgreSQL + pgvector and the real embedder.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from query_app.pipeline.keyword import code_parts
+from query_app.pipeline.names import question_names
+from query_app.pipeline.units import ITEM, text_units
+from query_app.services import QueryRequest, query_answer
+from tests.support.factories import Doc, indexed_collection
+
+SCANNERS = (
+    "Quillmate Q3 datasheet\n"
+    "Power\n"
+    "The Quillmate Q3 battery holds 3200 mAh and is replaced without tools.\n"
+    "Errors\n"
+    "SourceTooLarge: the scanned file exceeds the upload limit of 20 MB.\n"
+)
+INCIDENT = (
+    "Incident report\n"
+    "Summary\n"
+    "For 47 minutes the upload service answered every request with an error.\n"
+    "Root cause\n"
+    "The TLS certificate of the message broker expired.\n"
+    "Action items\n"
+    "- 1. Alert 30 days before any certificate expires. Owner: Aisha Bakker. Due on 15 August.\n"
+    "- 2. Show the broker on the status page. Owner: Platform team.\n"
+)
+
+
+@pytest.fixture
+def scanners(db, reader):
+    return indexed_collection(
+        [
+            Doc(location="/docs/q3.md", title="Quillmate Q3 datasheet", chunks=[SCANNERS]),
+            Doc(location="/docs/incident.pdf", title="Incident report", chunks=[INCIDENT]),
+        ],
+        slug="scanners",
+        members={reader: "read"},
+    )
+
+
+def _ask(reader, question: str, **overrides: object):
+    request = QueryRequest(collection="scanners", question=question, overrides=overrides or None)
+    return query_answer(user=reader, request=request)
+
+
+def _generate(run) -> dict:
+    return next(s for s in run.trace if s["stage"] == "generate")["details"]
+
+
+def test_codes_and_camel_case_identifiers_are_names():
+    assert code_parts("macOS") == ["macOS"]
+    assert code_parts("SourceTooLarge") == ["SourceTooLarge"]
+    assert code_parts("Interleukin") == []
+    assert question_names("Does the Q5 run macOS or ERR-4471, see https://x.example/a1?") == [
+        "Q5",
+        "macOS",
+        "ERR-4471",
+    ]
+
+
+def test_a_question_about_a_name_the_collection_never_mentions_is_declined(scanners, reader):
+    run = _ask(reader, "What is the battery capacity of the Quillmate Q5?")
+
+    assert run.mode == "not-found"
+    assert "never mentions “Q5”" in run.answer
+    assert "3200" not in run.answer
+    assert run.citations == []
+    assert _generate(run)["unknown_names"] == ["Q5"]
+
+
+def test_the_same_question_about_a_name_it_mentions_is_answered(scanners, reader):
+    run = _ask(reader, "What is the battery capacity of the Quillmate Q3?")
+
+    assert run.mode == "extractive"
+    assert "3200 mAh" in run.answer
+    assert "unknown_names" not in _generate(run)
+
+
+def test_a_camel_case_identifier_is_looked_up_like_a_code(scanners, reader):
+    # The keyword leg requires it: the passage holding it is an exact match.
+    run = _ask(reader, "What does SourceTooLarge mean?", retrieval={"mode": "hybrid"})
+
+    assert run.mode == "extractive"
+    assert "exceeds the upload limit of 20 MB" in run.answer
+
+
+def test_a_short_list_item_is_one_unit_without_its_marks():
+    items = [u for u in text_units(INCIDENT) if u.kind == ITEM]
+
+    assert [u.text for u in items] == [
+        "Alert 30 days before any certificate expires. Owner: Aisha Bakker. Due on 15 August.",
+        "Show the broker on the status page. Owner: Platform team.",
+    ]
+    assert all(INCIDENT[u.start : u.end] == u.text for u in items)
+
+
+def test_the_owner_of_an_action_item_is_quoted_with_the_action(scanners, reader):
+    run = _ask(reader, "Who owns the certificate expiry alerting action, and when is it due?")
+
+    assert "Owner: Aisha Bakker. Due on 15 August." in run.answer
+
+
+def test_a_sentence_is_found_through_the_heading_above_it(scanners, reader):
+    # Alone, "The TLS certificate … expired." says nothing of a root cause; under
+    # its "Root cause" heading it answers the question's second part.
+    run = _ask(reader, "How long did the upload incident last, and what was its root cause?")
+
+    assert run.mode == "extractive"
+    assert "For 47 minutes" in run.answer
+    assert "The TLS certificate of the message broker expired." in run.answer
+
