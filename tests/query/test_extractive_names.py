@@ -116,4 +116,3 @@ def test_a_sentence_is_found_through_the_heading_above_it(scanners, reader):
     assert run.mode == "extractive"
     assert "For 47 minutes" in run.answer
     assert "The TLS certificate of the message broker expired." in run.answer
-
