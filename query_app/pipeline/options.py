@@ -31,7 +31,7 @@ class TransformOptions:
 # pgvector's upper bound on hnsw.ef_search: a larger value is an SQL error.
 MAX_EF_SEARCH = 1000
 # retrieval.fusion: how the hybrid mode combines its vector and keyword legs.
-HYBRID_FUSIONS = ("rrf", "evidence")
+HYBRID_FUSIONS = ("rrf", "evidence", "adaptive")
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,27 @@ def weighted_rrf_scores(
     return scores
 
 
+# Query-dependent fusion ("adaptive"): the keyword leg's weight for one question is
+# keyword_weight x E^KEYWORD_EVIDENCE_POWER, where E is the keyword leg's own
+# evidence for that question: the best IDF-weighted coverage of the question's
+# words among its first KEYWORD_EVIDENCE_TOP hits (1 when the question holds
+# codes or quoted phrases, which every keyword hit then contains).
+KEYWORD_EVIDENCE_TOP = 10
+KEYWORD_EVIDENCE_POWER = 2.0
+
+
+def keyword_evidence(coverages: Sequence[float], *, exact: bool) -> float:
+    """The keyword leg's evidence for one question (0-1) from its hits' coverages, in rank order.
+
+    One weight for every hit of the question, unlike ``evidence`` fusion's
+    per-hit coverage, which favours long chunks (they hold more of the
+    question's words) over the short answer the question is about.
+    """
+    if exact:
+        return 1.0
+    return min(1.0, max(coverages[:KEYWORD_EVIDENCE_TOP], default=0.0))
+
+
 @dataclass
 class ProbeResult:
     """One probe's ranked candidates and what the legs reported."""
@@ -257,14 +278,24 @@ def _ranked(
         return [cid for cid, _ in only], dict(only)
     rrf_k = options.retrieval.rrf_k
     method = options.retrieval.fusion
-    if method == "evidence":
+    weights = {
+        "vector": options.retrieval.vector_weight,
+        "keyword": options.retrieval.keyword_weight,
+    }
+    extra: dict[str, Any] = {}
+    if method == "adaptive":
+        evidence = keyword_evidence(
+            [found.coverage.get(cid, 0.0) for cid, _ in found.hits.get("keyword", [])],
+            exact=found.exact,
+        )
+        weights["keyword"] *= evidence**KEYWORD_EVIDENCE_POWER
+        extra["keyword_evidence"] = round(evidence, 4)
+        fused = weighted_rrf_scores(found.hits, k=rrf_k, weights=weights, evidence={})
+    elif method == "evidence":
         fused = weighted_rrf_scores(
             found.hits,
             k=rrf_k,
-            weights={
-                "vector": options.retrieval.vector_weight,
-                "keyword": options.retrieval.keyword_weight,
-            },
+            weights=weights,
             # Keyword hits that hold the question's codes or quoted phrases are
             # exact matches: full evidence whatever share of the other words they hold.
             evidence={} if found.exact else {"keyword": found.coverage},
@@ -281,11 +312,9 @@ def _ranked(
         ),
     )[: leg_depth(options)]
     found.details["fusion"] = {"method": method, "k": rrf_k, "fused": len(fused)}
-    if method == "evidence":
-        found.details["fusion"]["weights"] = {
-            "vector": options.retrieval.vector_weight,
-            "keyword": options.retrieval.keyword_weight,
-        }
+    if method in ("evidence", "adaptive"):
+        found.details["fusion"]["weights"] = {leg: round(w, 4) for leg, w in weights.items()}
+    found.details["fusion"].update(extra)
     return order, {cid: fused[cid] for cid in order}
 
 
@@ -338,6 +367,9 @@ def _hydrate(
         "source_id",
         "source__location",
         "source__title",
+        "kind",
+        "members",
+        "metadata",
     ]
     if with_embeddings:
         fields.append("embedding")

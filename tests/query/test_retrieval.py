@@ -13,6 +13,7 @@ from query_app.pipeline.keyword import code_parts, keyword_query_parse, keyword_
 from query_app.pipeline.options import RetrievalOptions
 from query_app.pipeline.retrieval import (
     collection_embedder,
+    keyword_evidence,
     retrieve_probe,
     rrf_scores,
     weighted_rrf_scores,
@@ -155,8 +156,46 @@ def test_evidence_fusion_keeps_the_exact_code_and_reports_its_weights(kb, reader
     assert any(s.startswith("ERR-4471") for s in _sources(run))
 
 
+def test_keyword_evidence_is_the_best_coverage_among_the_first_hits():
+    assert keyword_evidence([0.2, 0.6, 0.4], exact=False) == pytest.approx(0.6)
+    # Only the first ten hits count; codes or quoted phrases are full evidence.
+    assert keyword_evidence([0.1] * 10 + [0.9], exact=False) == pytest.approx(0.1)
+    assert keyword_evidence([0.1], exact=True) == 1.0
+    assert keyword_evidence([], exact=False) == 0.0
+
+
+def _adaptive(reader, question):
+    return query_retrieve(
+        user=reader,
+        request=QueryRequest(
+            collection="kb",
+            question=question,
+            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3, "fusion": "adaptive"}},
+            top_n=3,
+        ),
+    )
+
+
+def test_adaptive_fusion_weighs_the_keyword_leg_by_its_evidence_for_the_question(kb, reader):
+    code = _adaptive(reader, CODE_QUESTION)
+    fusion = _step(code, "retrieve")["details"]["per_probe"][0]["fusion"]
+    # The question's code is held by every keyword hit: the keyword leg counts fully.
+    assert fusion["method"] == "adaptive"
+    assert fusion["keyword_evidence"] == 1.0
+    assert fusion["weights"] == {"vector": 1.0, "keyword": 1.0}
+    assert any(s.startswith("ERR-4471") for s in _sources(code))
+
+    paraphrase = _adaptive(reader, PARAPHRASE_QUESTION)
+    fusion = _step(paraphrase, "retrieve")["details"]["per_probe"][0]["fusion"]
+    # No keyword hit holds the question's rarer words: the keyword leg weighs less
+    # (evidence squared) and the vector leg's answer stays first.
+    assert 0.0 <= fusion["keyword_evidence"] < 1.0
+    assert fusion["weights"]["keyword"] == pytest.approx(fusion["keyword_evidence"] ** 2, abs=1e-3)
+    assert _sources(paraphrase)[0].startswith("Customers can request a refund")
+
+
 def test_an_unknown_fusion_is_refused_with_the_known_ones(kb, reader):
-    with pytest.raises(InvalidOption, match="rrf, evidence"):
+    with pytest.raises(InvalidOption, match="rrf, evidence, adaptive"):
         query_prepare(
             user=reader,
             request=QueryRequest(
