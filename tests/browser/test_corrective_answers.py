@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from collections_app.services import collection_create, collection_ingest
+from collections_app.services import (
+    collection_create,
+    collection_ingest,
+    collection_web_fallback_set,
+)
 from tests.support.documents import INSTALL, REFUNDS
+from tests.support.search_server import ScriptedSearchServer, html_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -54,3 +59,49 @@ def test_a_best_effort_corrective_answer_shows_its_path_and_badges(
     )
     expect(card).not_to_contain_text("add documents that cover it")
     screenshot(page, "ask-adaptive-chit-chat")
+
+
+def test_the_web_box_follows_the_collection_and_profile_and_web_citations_link_out(
+    page, live_server, login, user, tmp_path, rag_set, no_chat_model, screenshot
+):
+    # A scripted SearxNG-compatible server and a scripted site, on loopback
+    # (no search engine runs here); only the site's host:port passes the address check.
+    search, site = ScriptedSearchServer().start(), ScriptedSearchServer().start()
+    try:
+        site.pages = {
+            "/mercury": html_page(
+                "Mercury (element)",
+                "<p>At sea level the boiling point of mercury is 356.7 degrees Celsius.</p>",
+            )
+        }
+        search.results = [{"url": site.url("/mercury"), "title": "Mercury"}]
+        rag_set(
+            "web_search", {"url": search.base_url, "timeout_s": 5.0, "allow_hosts": [site.host]}
+        )
+        rag_set("profiles.corrective", {"corrective": {"max_iterations": 1}})
+        (tmp_path / "install.md").write_text(INSTALL)
+        collection = collection_create(name="Handbook", slug="handbook", user=user)
+        collection_ingest(collection=collection, locations=[str(tmp_path)])
+        collection_web_fallback_set(collection=collection, enabled=True)
+        login(page)
+
+        page.goto(f"{live_server.url}/ask/?collection=handbook")
+        box = page.locator("[data-web-fallback]")
+        expect(box).to_be_hidden()  # the default profile does not search the web
+        page.get_by_label("Profile", exact=True).select_option("corrective")
+        expect(box).to_be_visible()
+        page.get_by_label("Search the web").check()
+        page.get_by_label("Question").fill("What is the boiling point of mercury at sea level?")
+        page.get_by_role("button", name="Ask").click()
+
+        answer = page.locator("#answer-area article.answer-card")
+        expect(answer.locator(".answer")).to_contain_text("356.7 degrees Celsius")
+        expect(answer.locator(".citations .badge.web").first).to_have_text("web")
+        expect(answer.locator(f'.citations a[href="{site.url("/mercury")}"]')).to_have_count(1)
+        screenshot(page, "ask-corrective-web-fallback")
+
+        page.get_by_label("Profile", exact=True).select_option("fast")
+        expect(box).to_be_hidden()
+    finally:
+        search.stop()
+        site.stop()
