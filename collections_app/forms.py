@@ -41,6 +41,14 @@ class CollectionForm(forms.Form):
     chunking_strategy = forms.ChoiceField(
         choices=(), help_text="How new documents are cut into passages."
     )
+    summary_tree = forms.BooleanField(
+        required=False,
+        label="Summary tree",
+        help_text=(
+            "Also index summaries of each section and document, so broad questions find "
+            "their passages (built after each ingestion; answers still cite the passages)."
+        ),
+    )
 
     def __init__(self, *args: Any, editing: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

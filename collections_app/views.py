@@ -55,6 +55,7 @@ from collections_app.services import (
     QuotaExceeded,
     collection_create,
     collection_delete,
+    collection_summary_tree_set,
     collection_update,
     collection_web_fallback_set,
     ingestion_job_refresh,
@@ -123,11 +124,16 @@ def collection_list(request: HttpRequest) -> HttpResponse:
 def collection_create_view(request: HttpRequest) -> HttpResponse:
     form = CollectionForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        summary_tree = bool(data.pop("summary_tree", False))
         try:
-            collection = collection_create(user=request.user, **form.cleaned_data)
+            collection = collection_create(user=request.user, **data)
         except (CollectionExists, ValueError, IngestionError) as exc:
             form.add_error(None, str(exc))
         else:
+            collection_summary_tree_set(
+                collection=collection, enabled=summary_tree, user=request.user
+            )
             messages.success(request, f"Collection “{collection.name}” created. Add documents.")
             return redirect("collections:detail", slug=collection.slug)
     return render(request, "collections/form.html", {"form": form, "collection": None})
@@ -143,10 +149,14 @@ def collection_edit(request: HttpRequest, slug: str) -> HttpResponse:
         "name": collection.name,
         "description": collection.description,
         "chunking_strategy": collection.chunking_strategy,
+        "summary_tree": collection.summary_tree,
     }
     form = CollectionForm(request.POST or None, initial=initial, editing=True)
     if request.method == "POST" and form.is_valid():
-        collection_update(collection=collection, **form.cleaned_data)
+        data = dict(form.cleaned_data)
+        summary_tree = bool(data.pop("summary_tree", False))
+        collection_update(collection=collection, **data)
+        collection_summary_tree_set(collection=collection, enabled=summary_tree, user=request.user)
         messages.success(request, "Collection saved.")
         return redirect("collections:detail", slug=slug)
     context = {
@@ -188,7 +198,10 @@ def collection_delete_view(request: HttpRequest, slug: str) -> HttpResponse:
         collection_delete(collection=collection)
         messages.success(request, f"Collection “{name}” and all its passages were deleted.")
         return redirect("collections:list")
-    counts = {"sources": collection.sources.count(), "chunks": collection.chunks.count()}
+    counts = {
+        "sources": collection.sources.count(),
+        "chunks": collection.chunks.filter(kind=Chunk.Kind.PASSAGE).count(),
+    }
     return render(request, "collections/delete.html", {"collection": collection, **counts})
 
 
@@ -427,7 +440,9 @@ def source_detail(request: HttpRequest, slug: str, source_id: int) -> HttpRespon
         else None
     )
     sentence = _cited_sentence(request, cited)
-    chunks = Paginator(source.chunks.defer("embedding", "metadata").order_by("ordinal"), 50)
+    # The passages only: summary-tree nodes are not part of the document's text.
+    passages = source.chunks.filter(kind=Chunk.Kind.PASSAGE)
+    chunks = Paginator(passages.defer("embedding", "metadata").order_by("ordinal"), 50)
     page = chunks.get_page(request.GET.get("page"))
     context = {
         "collection": collection,

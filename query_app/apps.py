@@ -6,5 +6,7 @@ class QueryAppConfig(AppConfig):
     verbose_name = "Answering"
 
     def ready(self) -> None:
-        # Connects the receiver that drops cached profiles when settings change.
+        # Lends the chat model to collections_app's summary tree, and connects the
+        # receiver that drops cached profiles when settings change.
+        from query_app import summaries  # noqa: F401
         from query_app.pipeline import profiles  # noqa: F401

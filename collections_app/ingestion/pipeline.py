@@ -18,6 +18,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from collections_app.ingestion.storage import (
     chunks_replace,
     document_from_source,
 )
+from collections_app.ingestion.summary_tree import summary_tree_update
 from collections_app.ingestion.types import (
     ChunkDraft,
     EmbeddingProfileDrift,
@@ -512,6 +514,7 @@ class IngestionRun:
             )
             # Skipped when a concurrent run's refresh already covered this run's changes.
             collection_term_stats_refresh(collection=self.collection, covering=self._version)
+        self._summary_tree()
             if self.report.chunks_written >= storage.ANALYZE_AFTER_CHUNKS:
                 storage.chunk_statistics_refresh()
         self.report.index_version = self.collection.index_version
@@ -525,6 +528,24 @@ class IngestionRun:
                 f"{removed} source(s) could not be re-embedded with the new model and "
                 "were removed from the index until they are ingested again"
             )
+
+    def _summary_tree(self) -> None:
+        """The run's last step: the summary tree follows the passages (built, rebuilt, removed)."""
+        # Read again: the setting may have been switched while the run went on.
+        self.collection.refresh_from_db(fields=["summary_tree"])
+        timer: AbstractContextManager[Any] = (
+            self._stage("summary_tree") if self.collection.summary_tree else nullcontext()
+        )
+        with timer:
+            tree = summary_tree_update(
+                collection=self.collection,
+                embedder=self.embedder,
+                progress=lambda message: self._notify(message),
+                should_stop=self._check_stop,
+            )
+        if tree.changed:
+            self.report.summary_tree = tree.as_dict()
+            self._index_changed()
 
     # --- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> _StageTimer:

@@ -46,6 +46,8 @@ class IngestionReport:
     chunking: str = ""
     embedding_profile: dict[str, object] = field(default_factory=dict)
     index_version: int = 0
+    # What the summary tree step did (documents, nodes, removed), when it changed anything.
+    summary_tree: dict[str, object] = field(default_factory=dict)
 
     def _count(self, status: SourceStatus) -> int:
         return sum(1 for s in self.sources if s.status == status)
@@ -89,6 +91,7 @@ class IngestionReport:
             "index_version": self.index_version,
             "warnings": list(self.warnings),
             "sources": [asdict(s) for s in self.sources],
+            **({"summary_tree": dict(self.summary_tree)} if self.summary_tree else {}),
         }
 
     def as_text(self) -> str:

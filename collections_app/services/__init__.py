@@ -49,6 +49,7 @@ from collections_app.services.sources import (
     uploads_accept,
     urls_accept,
 )
+from collections_app.services.summary_tree import collection_summary_tree_set
 
 __all__ = [
     "CollectionExists",
@@ -64,6 +65,7 @@ __all__ = [
     "collection_delete",
     "collection_index_bump",
     "collection_ingest",
+    "collection_summary_tree_set",
     "collection_update",
     "collection_web_fallback_set",
     "ingestion_job_claim",

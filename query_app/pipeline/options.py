@@ -53,6 +53,9 @@ class RetrievalOptions:
     # that one long document's many chunks cannot crowd the others out.
     per_document: int = 0
     per_document_pool: int = 4
+    # A retrieved summary-tree node is replaced by up to this many of its member
+    # passages, the nearest to the probe (query_app/pipeline/summary_nodes.py).
+    summary_members: int = 2
     keyword_ranking: str = "bm25"  # bm25 | ts_rank_cd
     bm25_k1: float = 1.2
     bm25_b: float = 0.75

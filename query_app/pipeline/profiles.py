@@ -240,6 +240,7 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("retrieval.keyword_weight", o.retrieval.keyword_weight, 0.0, 100.0)
     _check_range("retrieval.per_document", o.retrieval.per_document, 0, 1000)
     _check_range("retrieval.per_document_pool", o.retrieval.per_document_pool, 1, 20)
+    _check_range("retrieval.summary_members", o.retrieval.summary_members, 1, 20)
     if o.retrieval.fusion not in HYBRID_FUSIONS:
         raise InvalidOption(
             f"retrieval.fusion must be one of {', '.join(HYBRID_FUSIONS)}, "

@@ -22,6 +22,7 @@ from collections_app.models import Chunk, Collection
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.options import MAX_EF_SEARCH, QueryOptions
+from query_app.pipeline.summary_nodes import summaries_expand
 from query_app.pipeline.types import Candidate, LegHit
 from ragsite.registry import Registry
 
@@ -178,6 +179,21 @@ def retrieve_probe(
         vector=vector if "vector" in legs else None,
         with_embeddings=with_embeddings,
     )
+    # Summary-tree nodes give way to their member passages (cited as themselves).
+    order, scores, summaries = summaries_expand(
+        order,
+        scores,
+        rows,
+        hydrate=lambda ids: _hydrate(
+            collection=collection,
+            ids=ids,
+            vector=vector if "vector" in legs else None,
+            with_embeddings=with_embeddings,
+        ),
+        per_summary=options.retrieval.summary_members,
+    )
+    if summaries is not None:
+        found.details["summaries"] = summaries
     if options.retrieval.per_document:
         order = _per_document(order, rows, limit=options.retrieval.per_document)
         found.details["per_document"] = {

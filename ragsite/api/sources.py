@@ -202,7 +202,9 @@ class SourceDetailView(APIView):
         collection = collection_for(request, slug)
         source = object_or_404(collection.sources, pk=pk, what="source", collection=collection)
         paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(source.chunks.order_by("ordinal"), request, view=self)
+        # The passages only: summary-tree nodes are not part of the document's text.
+        passages = source.chunks.filter(kind="passage").order_by("ordinal")
+        page = paginator.paginate_queryset(passages, request, view=self)
         data = dict(SourceSerializer(source).data)
         data["chunks"] = {
             "count": paginator.count,
