@@ -130,7 +130,8 @@ def test_profiles_list_their_stages_and_an_unknown_stage_is_named():
         pipeline_stages(("transform", "critic"))
     # condense is in no profile: the answering service adds it for follow-ups only;
     # the corrective and adaptive graphs add their own nodes.
-    graph_nodes = {"triage", "route", "respond", "decompose", "evaluate", "refine", "rewrite"}
+    graph_nodes = {"triage", "route", "respond", "decompose", "hops", "evaluate", "refine"}
+    graph_nodes |= {"rewrite", "web"}
     assert set(STAGES.names()) == {*LINEAR_PATH, "condense", *graph_nodes}
     assert isinstance(PROFILES.get("fast"), Profile)
 
