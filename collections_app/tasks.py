@@ -1,7 +1,9 @@
 """Background ingestion on Celery workers.
 
-A message only wakes a worker: the jobs themselves wait in the job table,
-and the worker runs them fairest first (``collections_app.services.jobs``).
+A message only wakes a worker: the jobs themselves wait in the job table (and
+the parts of a large job in the part table), and the worker runs them fairest
+first (``collections_app.services.jobs``). A split job sends one message per
+part, so that every idle worker takes a share.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ DRAIN_SECONDS = 300.0
 
 @shared_task(bind=True, acks_late=True, ignore_result=True)
 def ingestion_job_run_task(self, job_id: int) -> None:  # type: ignore[no-untyped-def]
-    """Run queued ingestion jobs, fairest first, until none is left.
+    """Run queued ingestion jobs and parts of jobs, fairest first, until none is left.
 
     ``job_id`` names the job whose submission sent this message (0: none). On a
     worker it is one of the jobs the drain runs, in its fair turn; run eagerly
