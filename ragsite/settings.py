@@ -291,8 +291,12 @@ REST_FRAMEWORK = {
     },
     "NUM_PROXIES": RAG_TRUSTED_PROXIES,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # drf-spectacular's, plus each operation's error answers (ragsite/api/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "ragsite.api.schema.ContractSchema",
+    # Bodies are JSON; the upload and token views accept their own forms.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # ?limit=&offset= with bounds: a malformed value is a 400, not the default page.
+    "DEFAULT_PAGINATION_CLASS": "ragsite.api.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 50,
     # The apps' exceptions become {"detail", "code"} responses with a fitting status.
     "EXCEPTION_HANDLER": "ragsite.api.errors.api_exception_handler",
@@ -313,11 +317,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Request bodies get components of their own (required, non-blank, writable fields).
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Ids in paths are PostgreSQL integers (ragsite/api/urls.py); larger ones are a 404.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+        "slug": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$"},
+    },
     # Several models have a "status" field with different choices; name each enum.
     "ENUM_NAME_OVERRIDES": {
         "SourceStatusEnum": "collections_app.models.Source.Status",
         "IngestionJobStatusEnum": "collections_app.models.IngestionJob.Status",
         "ReviewStatusEnum": "collections_app.models.QuarantineItem.ReviewStatus",
+        # The chunking strategies the registry knows (collections, uploads, locations).
+        "ChunkingStrategyEnum": "ragsite.api.serializers._known_chunkers",
     },
 }
 

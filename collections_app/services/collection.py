@@ -54,7 +54,8 @@ def collection_create(
 
     from collections_app.ingestion.chunking import CHUNKERS
 
-    slug = slug or slugify(name)
+    # A long name makes a slug no longer than the column holds (not a database error).
+    slug = slug or slugify(name)[: Collection._meta.get_field("slug").max_length].strip("-_")
     if not slug:
         raise ValueError("a collection needs a name made of letters or digits")
     strategy = chunking_strategy or settings.RAG["ingestion"]["default_chunking"]

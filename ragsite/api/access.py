@@ -14,7 +14,11 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.request import Request
 
 from collections_app.models import Collection, IngestionJob
-from collections_app.selectors import collection_and_role_for_user, role_allows
+from collections_app.selectors import (
+    CollectionNotFound,
+    collection_and_role_for_user,
+    role_allows,
+)
 
 M = TypeVar("M", bound=Model)
 
@@ -28,6 +32,9 @@ def collection_for(request: Request, slug: str, *, role: str = "read") -> Collec
     Raises CollectionNotFound (→ 404) when the caller cannot even read it, and
     PermissionDenied (→ 403) when it can read it but lacks ``role``.
     """
+    if "\x00" in slug:
+        # PostgreSQL text cannot hold NUL: no collection is called that.
+        raise CollectionNotFound(f"no collection {slug!r}")
     collection, current = collection_and_role_for_user(request.user, slug=slug, role="read")
     if not role_allows(current, role):
         raise PermissionDenied(
@@ -47,6 +54,10 @@ def object_or_404(queryset: QuerySet[M], *, pk: int, what: str, collection: Coll
 def request_key(request: Request) -> str:
     """The ``Idempotency-Key`` header, checked to fit the job's request key."""
     key = (request.headers.get(IDEMPOTENCY_HEADER) or "").strip()
+    if not (key.isascii() and key.isprintable()):
+        raise ValidationError(
+            {"detail": f"the {IDEMPOTENCY_HEADER} header may hold printable ASCII only"}
+        )
     if len(key) > REQUEST_KEY_MAX_LENGTH:
         raise ValidationError(
             {

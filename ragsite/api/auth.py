@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.contrib.auth.signals import user_logged_in
 from django.db import transaction
 from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
+from rest_framework import parsers, serializers
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.request import Request
@@ -54,6 +54,8 @@ class TokenView(APIView):
 
     authentication_classes: list[type] = []
     permission_classes: list[type] = []
+    # JSON, or a form as `curl -d username=... -d password=...` sends it.
+    parser_classes = [parsers.JSONParser, parsers.FormParser, parsers.MultiPartParser]
     throttle_scope = "login"
 
     def post(self, request: Request) -> Response:

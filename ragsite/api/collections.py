@@ -35,6 +35,7 @@ from ragsite.api.serializers import (
 )
 
 TAG = ["collections"]
+LAST_ADMIN = "The change would leave the collection without an admin."
 
 
 def _collection_with_stats(request: Request, slug: str) -> Any:
@@ -158,6 +159,7 @@ class MemberListView(APIView):
 
     # Adding members names users: throttled so usernames cannot be probed in bulk.
     throttle_scope = "members"
+    schema_errors = {"POST": {409: LAST_ADMIN}}
 
     @extend_schema(responses=MemberSerializer(many=True), summary="List members (admin)")
     def get(self, request: Request, slug: str) -> Response:
@@ -188,10 +190,13 @@ class MemberDetailView(APIView):
     """One member's role (admin only)."""
 
     throttle_scope = "members"
+    schema_errors = {"PUT": {409: LAST_ADMIN}, "DELETE": {409: LAST_ADMIN}}
 
     def _member(self, request: Request, slug: str, username: str) -> tuple[Any, Any]:
         """The collection and the active user called ``username`` (None when there is none)."""
         collection = collection_for(request, slug, role="admin")
+        if "\x00" in username:
+            return collection, None  # PostgreSQL text cannot hold NUL: nobody is called that
         user = get_user_model().objects.filter(username=username, is_active=True).first()
         return collection, user
 

@@ -1,10 +1,11 @@
 """Translate the apps' specific exceptions into clear API responses.
 
-An app exception becomes ``{"detail": <sentence for a person>, "code": <stable,
-for programs>}`` (unknown-name errors also carry ``known``); DRF's own errors
-(serializer validation, authentication) keep DRF's shape. Bad input is never a
-bare 500. ``api_exception_handler`` is DRF's ``EXCEPTION_HANDLER`` (settings), so
-every API view uses it.
+Every error answer has one shape, the schema's ``Error`` component: ``{"detail":
+<sentence for a person>, "code": <stable, for programs>}``; unknown-name errors
+also carry ``known``, and a rejected request body names each bad field beside
+them (``{"name": ["Ensure this field has no more than 200 characters."]}``, as DRF
+has always put them). Bad input is never a bare 500. ``api_exception_handler`` is
+DRF's ``EXCEPTION_HANDLER`` (settings), so every API view uses it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import logging
 import re
 from typing import Any
 
+from django.http import Http404
 from rest_framework import status
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -71,4 +74,38 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             if code >= 500:
                 logger.warning("API request failed upstream: %s", exc)
             return Response(error_body(exc), status=code)
-    return exception_handler(exc, context)
+    response = exception_handler(exc, context)
+    if response is not None:
+        response.data = drf_error_body(exc, response.data)
+    return response
+
+
+def drf_error_body(exc: Exception, data: Any) -> dict[str, Any]:
+    """DRF's error data in the ``Error`` shape: ``detail`` and ``code`` always present."""
+    fields = data if isinstance(data, dict) else {"non_field_errors": data}
+    body = {key: value for key, value in fields.items() if key not in ("detail", "code")}
+    detail = fields.get("detail")
+    if isinstance(detail, list):
+        detail = " ".join(str(part) for part in detail)
+    if not detail:
+        detail = _first_messages(body) or "the request was refused"
+    return {"detail": str(detail), "code": _code(exc), **body}
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, Http404):
+        return "not_found"
+    if not isinstance(exc, APIException):
+        return "permission_denied"  # Django's PermissionDenied, the only other one DRF answers
+    codes = exc.get_codes()
+    return codes if isinstance(codes, str) and not isinstance(exc, ValidationError) else "invalid"
+
+
+def _first_messages(fields: dict[str, Any]) -> str:
+    """``name: Ensure this field ...; role: "x" is not a valid choice.``"""
+    parts = []
+    for key, value in fields.items():
+        while isinstance(value, dict | list) and value:
+            value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+        parts.append(f"{key}: {value}" if key != "non_field_errors" else str(value))
+    return "; ".join(parts)

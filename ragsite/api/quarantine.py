@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,8 @@ from collections_app.services import quarantine_approve, quarantine_reject, quar
 from ragsite.api.access import collection_for, object_or_404
 from ragsite.api.serializers import (
     ApprovalSerializer,
+    BulkApproveSerializer,
+    BulkRejectSerializer,
     BulkResultSerializer,
     BulkReviewSerializer,
     QuarantineFilterSerializer,
@@ -24,6 +26,7 @@ from ragsite.api.serializers import (
 )
 
 TAG = ["quarantine"]
+REVIEWED = {"POST": {409: "The item was already reviewed."}}
 
 
 def _item(request: Request, slug: str, pk: int) -> QuarantineItem:
@@ -78,6 +81,8 @@ class QuarantineDetailView(APIView):
 class QuarantineApproveView(APIView):
     """Approve held content: exactly the text the reviewer saw is indexed."""
 
+    schema_errors = REVIEWED
+
     @extend_schema(request=None, responses=ApprovalSerializer, summary="Approve an item")
     def post(self, request: Request, slug: str, pk: int) -> Response:
         item = _item(request, slug, pk)
@@ -89,6 +94,8 @@ class QuarantineApproveView(APIView):
 @extend_schema(tags=TAG)
 class QuarantineRejectView(APIView):
     """Reject held content with a reason; it stays out of the index."""
+
+    schema_errors = REVIEWED
 
     @extend_schema(
         request=RejectSerializer, responses=QuarantineItemSerializer, summary="Reject an item"
@@ -107,7 +114,12 @@ class QuarantineBulkView(APIView):
     """Approve or reject many items at once; each item reports its own outcome."""
 
     @extend_schema(
-        request=BulkReviewSerializer,
+        # BulkReviewSerializer reads the body; the schema states its two shapes.
+        request=PolymorphicProxySerializer(
+            component_name="BulkReview",
+            serializers=[BulkApproveSerializer, BulkRejectSerializer],
+            resource_type_field_name=None,
+        ),
         responses=BulkResultSerializer,
         summary="Approve or reject several items",
     )

@@ -5,17 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from query_app.models import QueryRun
+from query_app.pipeline.profiles import PROFILES
 from query_app.presentation import citation_shown
 from query_app.selectors import query_run_get_for_user, query_runs_for_user
 from query_app.services import QueryRequest, query_answer
 from ragsite.api.access import collection_for
+from ragsite.api.fields import (
+    OverridesField,
+    QuestionField,
+    RegistryNameField,
+    StrictJsonSerializer,
+    TopNField,
+)
 
 TAG = ["query"]
 
@@ -27,25 +35,22 @@ def run_payload(run: QueryRun) -> dict[str, Any]:
     return payload
 
 
-class QueryRequestSerializer(serializers.Serializer):
+# Its request component is "QueryRequest" (request components get the suffix).
+@extend_schema_serializer(component_name="Query")
+class QueryRequestSerializer(StrictJsonSerializer):
     # Emptiness and the length limit are checked by the answering service, so
     # the API, the CLI and the browser give the same message.
-    question = serializers.CharField(
-        allow_blank=True,
-        trim_whitespace=False,
-        error_messages={"required": "send a question"},
-    )
-    profile = serializers.CharField(
-        required=False, allow_blank=True, default="", help_text="fast (default), balanced, ..."
-    )
-    top_n = serializers.IntegerField(
-        required=False, allow_null=True, default=None, help_text="How many passages to cite."
-    )
-    overrides = serializers.DictField(
+    question = QuestionField(error_messages={"required": "send a question"})
+    profile = RegistryNameField(
+        names=lambda: PROFILES,
         required=False,
-        default=dict,
-        help_text='Per-request options, nested or dotted: {"retrieval.mode": "hybrid"}.',
+        allow_blank=True,
+        default="",
+        help_text="The answering profile; empty: the deployment's default "
+        '(settings RAG["profile"], fast unless set).',
     )
+    top_n = TopNField(required=False, default=None, help_text="How many passages to cite.")
+    overrides = OverridesField(required=False, default=dict)
     web_fallback = serializers.BooleanField(
         required=False,
         default=False,
@@ -65,6 +70,7 @@ class QueryRequestSerializer(serializers.Serializer):
         allow_null=True,
         default=None,
         min_value=1,
+        max_value=2**31 - 1,
         help_text="Ask a follow-up in this conversation (the `conversation` of an earlier "
         "answer; only your own): the question is read with the earlier turns and rewritten "
         "to stand alone (`standalone_question`, and the `condense` step of the trace). "
@@ -126,6 +132,15 @@ class QueryRunSerializer(serializers.Serializer):
     options = serializers.DictField()
     error = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField(allow_null=True)
+    without_retrieval = serializers.CharField(
+        allow_null=True,
+        help_text="chit-chat or declined when the adaptive graph answered without retrieval.",
+    )
+    low_confidence = serializers.BooleanField(
+        help_text="A corrective or adaptive run gave its best effort below the confidence bar."
+    )
+    low_confidence_reason = serializers.CharField(allow_blank=True)
+    route = serializers.CharField(allow_null=True, help_text="The adaptive graph's route.")
 
 
 class QueryRunSummarySerializer(serializers.ModelSerializer):
@@ -152,6 +167,12 @@ class _AskView(APIView):
     retrieval_only = False
     # Per user (REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["query"]): 429 past the rate.
     throttle_scope = "query"
+    schema_errors = {
+        "POST": {
+            409: "The collection was indexed with another embedding model than the active one.",
+            502: "The chat model failed and allow_fallback was false.",
+        }
+    }
 
     def post(self, request: Request, slug: str) -> Response:
         # Permission first: a collection the caller cannot read is a 404
@@ -218,6 +239,7 @@ class QueryRunListView(generics.ListAPIView):
     """The caller's own query runs, newest first."""
 
     serializer_class = QueryRunSummarySerializer
+    schema_not_found = True  # ?collection= naming no collection the caller may read
 
     def get_queryset(self) -> QuerySet[QueryRun]:
         slug = self.request.query_params.get("collection")

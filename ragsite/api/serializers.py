@@ -20,6 +20,7 @@ from collections_app.models import (
 )
 from collections_app.selectors import user_role
 from collections_app.services.collection import SLUG_UNAVAILABLE, member_unavailable
+from ragsite.api.fields import RegistryNameField, StrictJsonSerializer
 
 MAX_LOCATIONS = 1000
 
@@ -73,7 +74,7 @@ class CollectionSerializer(serializers.ModelSerializer):
         return user_role(request.user, obj) if request is not None else None
 
 
-class CollectionCreateSerializer(serializers.Serializer):
+class CollectionCreateSerializer(StrictJsonSerializer):
     name = serializers.CharField(max_length=200)
     slug = serializers.SlugField(
         max_length=100,
@@ -83,15 +84,15 @@ class CollectionCreateSerializer(serializers.Serializer):
         error_messages={"invalid": SLUG_UNAVAILABLE},
     )
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    chunking_strategy = serializers.CharField(
-        max_length=50, required=False, allow_blank=True, default=""
+    chunking_strategy = RegistryNameField(
+        names=_known_chunkers, max_length=50, required=False, allow_blank=True, default=""
     )
 
     def validate_chunking_strategy(self, value: str) -> str:
         return _check_chunker(value)
 
 
-class CollectionUpdateSerializer(serializers.Serializer):
+class CollectionUpdateSerializer(StrictJsonSerializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(allow_blank=True, required=False)
 
@@ -104,7 +105,7 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["username", "role"]
 
 
-class MemberSetSerializer(serializers.Serializer):
+class MemberSetSerializer(StrictJsonSerializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=CollectionMembership.Role.choices)
 
@@ -116,7 +117,7 @@ class MemberSetSerializer(serializers.Serializer):
         return user
 
 
-class MemberRoleSerializer(serializers.Serializer):
+class MemberRoleSerializer(StrictJsonSerializer):
     role = serializers.ChoiceField(choices=CollectionMembership.Role.choices)
 
 
@@ -189,13 +190,15 @@ class UploadSerializer(serializers.Serializer):
         help_text="One or many files (repeat the multipart field).",
         error_messages={"empty": "send at least one file in the 'files' field"},
     )
-    chunking = serializers.CharField(max_length=50, required=False, allow_blank=True, default="")
+    chunking = RegistryNameField(
+        names=_known_chunkers, max_length=50, required=False, allow_blank=True, default=""
+    )
 
     def validate_chunking(self, value: str) -> str:
         return _check_chunker(value)
 
 
-class LocationsSerializer(serializers.Serializer):
+class LocationsSerializer(StrictJsonSerializer):
     locations = serializers.ListField(
         child=serializers.CharField(max_length=4000),
         allow_empty=False,
@@ -205,7 +208,9 @@ class LocationsSerializer(serializers.Serializer):
             "only, inside the folders in RAG_INGEST_ROOTS)."
         ),
     )
-    chunking = serializers.CharField(max_length=50, required=False, allow_blank=True, default="")
+    chunking = RegistryNameField(
+        names=_known_chunkers, max_length=50, required=False, allow_blank=True, default=""
+    )
 
     def validate_chunking(self, value: str) -> str:
         return _check_chunker(value)
@@ -218,7 +223,9 @@ class IngestionJobSerializer(serializers.ModelSerializer):
     percent = serializers.IntegerField(read_only=True)
     is_finished = serializers.BooleanField(read_only=True)
     collection = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = IngestionJob
@@ -286,7 +293,7 @@ class QuarantineSourceSerializer(serializers.ModelSerializer):
 
 class QuarantineItemSerializer(serializers.ModelSerializer):
     source = QuarantineSourceSerializer(read_only=True)
-    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    reviewer = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = QuarantineItem
@@ -338,7 +345,7 @@ REASON_MESSAGES = {
 }
 
 
-class RejectSerializer(serializers.Serializer):
+class RejectSerializer(StrictJsonSerializer):
     reason = serializers.CharField(max_length=2000, error_messages=REASON_MESSAGES)
 
 
@@ -347,15 +354,36 @@ class ApprovalSerializer(serializers.Serializer):
     report = serializers.JSONField(help_text="The ingestion report of the approved content.")
 
 
-class BulkReviewSerializer(serializers.Serializer):
+class BulkReviewSerializer(StrictJsonSerializer):
     action = serializers.ChoiceField(choices=["approve", "reject"])
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), allow_empty=False)
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**31 - 1),
+        allow_empty=False,
+        min_length=1,
+        max_length=1000,
+    )
     reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["action"] == "reject" and not attrs["reason"].strip():
             raise serializers.ValidationError({"reason": REASON_MESSAGES["required"]})
         return attrs
+
+
+class BulkApproveSerializer(serializers.Serializer):
+    """The schema's first shape of a bulk review: approving (a reason is optional)."""
+
+    action = serializers.ChoiceField(choices=["approve"])
+    ids = BulkReviewSerializer().fields["ids"]
+    reason = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+
+
+class BulkRejectSerializer(serializers.Serializer):
+    """The schema's second shape of a bulk review: rejecting, with a reason."""
+
+    action = serializers.ChoiceField(choices=["reject"])
+    ids = BulkReviewSerializer().fields["ids"]
+    reason = serializers.CharField(max_length=2000)
 
 
 class BulkOutcomeSerializer(serializers.Serializer):

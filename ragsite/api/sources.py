@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, parsers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,7 +21,14 @@ from collections_app.services import (
     uploads_accept,
     urls_accept,
 )
-from ragsite.api.access import IDEMPOTENCY_HEADER, collection_for, object_or_404, request_key
+from ragsite.api.access import (
+    IDEMPOTENCY_HEADER,
+    REQUEST_KEY_MAX_LENGTH,
+    collection_for,
+    object_or_404,
+    request_key,
+)
+from ragsite.api.pagination import MAX_LIMIT, MAX_OFFSET, StrictLimitOffsetPagination
 from ragsite.api.serializers import (
     ChunkSerializer,
     IngestionJobSerializer,
@@ -38,11 +43,12 @@ from ragsite.api.serializers import (
 
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
     IDEMPOTENCY_HEADER,
-    OpenApiTypes.STR,
+    {"type": "string", "maxLength": REQUEST_KEY_MAX_LENGTH, "pattern": "^[ -~]*$"},
     OpenApiParameter.HEADER,
     description=(
-        "Any unique string (at most 64 characters). Retrying a request with the same key "
-        "within 10 minutes returns the first request's job instead of starting another."
+        f"Any unique string (printable ASCII, at most {REQUEST_KEY_MAX_LENGTH} characters). "
+        "Retrying a request with the same key within 10 minutes returns the first request's "
+        "job instead of starting another."
     ),
 )
 SOURCES = ["sources"]
@@ -106,15 +112,12 @@ class SourceUploadView(APIView):
     @extend_schema(
         request={"multipart/form-data": UploadSerializer},
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={
-            202: UploadResultSerializer,
-            400: UploadResultSerializer,
-            429: OpenApiTypes.OBJECT,
-        },
+        responses={202: UploadResultSerializer},
         summary="Upload files and start an ingestion job",
         description=(
             "Files over the upload limit are refused, each with its reason, while the "
-            "others are stored and ingested. When no file is accepted the answer is 400."
+            "others are stored and ingested. When no file is accepted the answer is 400 "
+            "(`code` nothing_accepted, with the fields of the 202 answer beside it)."
         ),
     )
     def post(self, request: Request, slug: str) -> Response:
@@ -141,7 +144,7 @@ class SourceUploadView(APIView):
         if intake.job is None:
             reasons = "; ".join(r.reason for r in intake.refused)
             return Response(
-                {"detail": f"no file was accepted: {reasons}", **data},
+                {"detail": f"no file was accepted: {reasons}", "code": "nothing_accepted", **data},
                 status=status.HTTP_400_BAD_REQUEST,
             )
         return Response(data, status=status.HTTP_202_ACCEPTED)
@@ -156,7 +159,7 @@ class SourceLocationsView(APIView):
     @extend_schema(
         request=LocationsSerializer,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={202: JobStartedSerializer, 429: OpenApiTypes.OBJECT},
+        responses={202: JobStartedSerializer},
         summary="Add URLs or server paths and start an ingestion job",
         description=(
             "Each location is checked on its own: the acceptable ones start one job and "
@@ -193,15 +196,23 @@ class SourceDetailView(APIView):
     @extend_schema(
         responses=SourceDetailSerializer,
         parameters=[
-            OpenApiParameter("limit", int, description="Chunks per page."),
-            OpenApiParameter("offset", int, description="First chunk of the page."),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                description="Chunks per page (default 50).",
+            ),
+            OpenApiParameter(
+                "offset",
+                {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET},
+                description="First chunk of the page.",
+            ),
         ],
         summary="Retrieve a source with its chunks",
     )
     def get(self, request: Request, slug: str, pk: int) -> Response:
         collection = collection_for(request, slug)
         source = object_or_404(collection.sources, pk=pk, what="source", collection=collection)
-        paginator = LimitOffsetPagination()
+        paginator = StrictLimitOffsetPagination()
         # The passages only: summary-tree nodes are not part of the document's text.
         passages = source.chunks.filter(kind="passage").order_by("ordinal")
         page = paginator.paginate_queryset(passages, request, view=self)
@@ -231,7 +242,7 @@ class SourceReingestView(APIView):
     @extend_schema(
         request=None,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={202: JobStartedSerializer, 429: OpenApiTypes.OBJECT},
+        responses={202: JobStartedSerializer},
         summary="Re-ingest one source",
     )
     def post(self, request: Request, slug: str, pk: int) -> Response:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, register_converter
 from drf_spectacular.views import SpectacularAPIView
 
 from ragsite.api import collections, quarantine, query, sources
@@ -10,6 +10,23 @@ from ragsite.api.auth import TokenView
 from ragsite.api.docs import RedocDocsView, SwaggerDocsView
 
 app_name = "api"
+
+
+class IdConverter:
+    """A row id: digits that fit PostgreSQL's integer; anything larger matches no route (404)."""
+
+    regex = "[0-9]{1,10}"
+
+    def to_python(self, value: str) -> int:
+        if int(value) > 2**31 - 1:
+            raise ValueError(value)
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")
 
 COLLECTION = "collections/<slug:slug>"
 
@@ -39,14 +56,14 @@ urlpatterns = [
         sources.SourceLocationsView.as_view(),
         name="locations",
     ),
-    path(f"{COLLECTION}/sources/<int:pk>", sources.SourceDetailView.as_view(), name="source"),
+    path(f"{COLLECTION}/sources/<id:pk>", sources.SourceDetailView.as_view(), name="source"),
     path(
-        f"{COLLECTION}/sources/<int:pk>/reingest",
+        f"{COLLECTION}/sources/<id:pk>/reingest",
         sources.SourceReingestView.as_view(),
         name="reingest",
     ),
     path(f"{COLLECTION}/jobs", sources.JobListView.as_view(), name="jobs"),
-    path(f"{COLLECTION}/jobs/<int:pk>", sources.JobDetailView.as_view(), name="job"),
+    path(f"{COLLECTION}/jobs/<id:pk>", sources.JobDetailView.as_view(), name="job"),
     # quarantine
     path(f"{COLLECTION}/quarantine", quarantine.QuarantineListView.as_view(), name="quarantine"),
     path(
@@ -55,17 +72,17 @@ urlpatterns = [
         name="quarantine-bulk",
     ),
     path(
-        f"{COLLECTION}/quarantine/<int:pk>",
+        f"{COLLECTION}/quarantine/<id:pk>",
         quarantine.QuarantineDetailView.as_view(),
         name="quarantine-item",
     ),
     path(
-        f"{COLLECTION}/quarantine/<int:pk>/approve",
+        f"{COLLECTION}/quarantine/<id:pk>/approve",
         quarantine.QuarantineApproveView.as_view(),
         name="quarantine-approve",
     ),
     path(
-        f"{COLLECTION}/quarantine/<int:pk>/reject",
+        f"{COLLECTION}/quarantine/<id:pk>/reject",
         quarantine.QuarantineRejectView.as_view(),
         name="quarantine-reject",
     ),
@@ -73,5 +90,5 @@ urlpatterns = [
     path(f"{COLLECTION}/query", query.QueryView.as_view(), name="query"),
     path(f"{COLLECTION}/retrieve", query.RetrieveView.as_view(), name="retrieve"),
     path("query-runs", query.QueryRunListView.as_view(), name="query-runs"),
-    path("query-runs/<int:pk>", query.QueryRunDetailView.as_view(), name="query-run"),
+    path("query-runs/<id:pk>", query.QueryRunDetailView.as_view(), name="query-run"),
 ]
