@@ -23,6 +23,7 @@ from collections_app.services import (
     ingestion_job_execute,
     ingestion_jobs_drain,
     ingestion_jobs_reconcile,
+    membership_set,
 )
 from collections_app.services.jobs import JobTiming
 from collections_app.services.jobs.fanout import ingestion_part_claim, job_split
@@ -142,3 +143,30 @@ def test_a_small_job_or_a_reindex_runs_whole(user, collection, tmp_path, parts_o
         assert job.status == "succeeded", job.error
         assert job.parts_total == 0
     assert not IngestionPart.objects.exists()
+
+
+def test_another_users_job_waits_for_one_part_of_a_split_job_at_most(
+    user, other_user, collection, tmp_path, parts_of_two
+):
+    membership_set(collection=collection, user=other_user, role="write")
+    big, _ = ingestion_job_create(
+        collection=collection,
+        user=user,
+        locations=notes_write(tmp_path / "big", 8),
+        operator=True,
+    )
+    theirs, _ = ingestion_job_create(
+        collection=collection,
+        user=other_user,
+        locations=notes_write(tmp_path / "theirs", 1),
+        operator=True,
+    )
+
+    ingestion_jobs_drain(worker="w:1")
+
+    theirs.refresh_from_db()
+    assert theirs.status == "succeeded"
+    started = list(big.parts.order_by("started_at").values_list("started_at", flat=True))
+    assert len(started) == 4
+    # The split job's first part ran, then the other user's job, then the rest.
+    assert started[0] < theirs.started_at < started[1]
