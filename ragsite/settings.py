@@ -380,15 +380,22 @@ def _default_embedding_model() -> str:
 # --- RAG defaults (profiles overlay the "query" block) ---------------------------
 RAG: dict[str, Any] = {
     "embedding": {
-        # provider name -> collections_app.embedding.EMBEDDING_PROVIDERS
+        # provider name -> collections_app.embedding.EMBEDDING_PROVIDERS:
+        # sentence-transformers (PyTorch) or onnx-int8 (the same model as int8 ONNX,
+        # an embedding profile of its own: switching is a reindex)
         "provider": env_str("RAG_EMBEDDING_PROVIDER", "sentence-transformers"),
         "model": env_str("RAG_EMBEDDING_MODEL", "") or _default_embedding_model(),
         # The name recorded in embedding profiles (stable across machines).
         "model_name": env_str(
             "RAG_EMBEDDING_MODEL_NAME", "" if env_str("RAG_EMBEDDING_MODEL") else "all-MiniLM-L6-v2"
         ),
+        # Most passages in one batch (on CUDA at least 2048).
         "batch_size": env_int("RAG_EMBEDDING_BATCH_SIZE", 64),
-        "device": env_str("RAG_EMBEDDING_DEVICE", "cpu"),
+        # Most tokens in one batch (rows times padded length); 0: 8192 on the CPU,
+        # 262144 on CUDA. Passages are sorted by length, so short ones share batches.
+        "batch_tokens": env_int("RAG_EMBEDDING_BATCH_TOKENS", 0),
+        # auto: CUDA (fp16) when PyTorch sees a GPU, else the CPU.
+        "device": env_str("RAG_EMBEDDING_DEVICE", "auto"),
     },
     "ingestion": {
         "default_chunking": env_str("RAG_DEFAULT_CHUNKING", "recursive"),

@@ -401,7 +401,13 @@ class IngestionRun:
             self._notify(f"ingested {p.source.location}")
 
     def _embed(self, texts: list[str], pending: list[_Pending]) -> Any:
-        """Embed ``texts`` in steps, reporting progress (and heeding a stop) between them."""
+        """Embed ``texts`` in steps, reporting progress (and heeding a stop) between them.
+
+        The steps take the passages longest first (characters stand in for
+        tokens), so each step holds passages of like length and the embedder,
+        which sorts by tokens within a call, pads little; vectors come back in
+        the order of ``texts``.
+        """
         import numpy as np
 
         if len(texts) <= EMBED_PROGRESS_CHUNKS:
@@ -410,14 +416,18 @@ class IngestionRun:
         names = ", ".join(p.source.display_name for p in pending[:3])
         if len(pending) > 3:
             names += f" and {len(pending) - 3} more"
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         parts = []
         for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
             self._check_stop()
+            step = order[start : start + EMBED_PROGRESS_CHUNKS]
             with self._stage("embed"):
-                parts.append(self.embedder.encode(texts[start : start + EMBED_PROGRESS_CHUNKS]))
+                parts.append(self.embedder.encode([texts[i] for i in step]))
             self.embedded_in_flush = min(len(texts), start + EMBED_PROGRESS_CHUNKS)
             self._notify(f"embedding {names}: {self.embedded_in_flush} of {len(texts)} passages")
-        return np.concatenate(parts)
+        vectors = np.empty_like(parts[0], shape=(len(texts), parts[0].shape[1]))
+        vectors[order] = np.concatenate(parts)
+        return vectors
 
     def _upsert(self, p: _Pending, vectors: Any) -> None:
         # The chunks, the manifest entry and the index version commit together:

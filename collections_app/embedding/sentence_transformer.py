@@ -1,0 +1,195 @@
+"""A sentence-transformers model on PyTorch: the CPU, or a CUDA GPU in fp16.
+
+Passages are tokenized once with the model's own Rust tokenizer, sorted by
+length and batched by a token budget (``batching``), and run through the
+model's modules (transformer, pooling, normalisation) exactly as
+``SentenceTransformer.encode`` runs them; only the padding differs, which the
+attention mask hides. On CUDA the transformer runs in fp16 (pooling in fp32),
+batches are larger, and tokenizing runs on a thread of its own feeding the
+model, since at GPU speed the tokenizer is the bound.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from collections_app.embedding.batching import TokenBatch, length_batches, prefetched
+from collections_app.ingestion.types import EmbeddingProfile
+
+# Batches up to this size (a question, a few variants, the candidate sentences of
+# an extractive answer) run on one thread: under load, 20-40 sentences encoded in
+# 0.28 s on one thread against 1.5-1.9 s with all of them.
+SMALL_BATCH = 48
+
+# Token budget of one batch (rows times padded length) when none is configured: 32
+# passages of 256 tokens on a CPU; on a GPU, batches large enough to fill it.
+CPU_BATCH_TOKENS = 8192
+CUDA_BATCH_TOKENS = 256 * 1024
+CUDA_MAX_ROWS = 2048
+
+
+def resolve_device(device: str) -> str:
+    """``auto``: CUDA when PyTorch sees a GPU, else the CPU; anything else as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def rust_tokenizer(tokenizer: Any, *, max_length: int) -> Any:
+    """A private copy of a transformers fast tokenizer's Rust tokenizer.
+
+    Truncating at the model's sequence length, never padding (batches pad
+    themselves). A copy, so that the shared tokenizer's settings never change
+    under another thread.
+    """
+    from tokenizers import Tokenizer
+
+    private = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    private.no_padding()
+    private.enable_truncation(max_length=max_length)
+    return private
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on the CPU, or on CUDA in fp16."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        model_name: str = "",
+        batch_size: int = 64,
+        batch_tokens: int = 0,
+        device: str = "cpu",
+        parallel_tokenize: bool | None = None,
+    ):
+        # Never reach for a model hub: models are local directories or cached ids.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self.device = resolve_device(device)
+        self.cuda = self.device.startswith("cuda")
+        self._model = SentenceTransformer(model, device=self.device)
+        self._model.eval()
+        if self.cuda:
+            # fp16 halves the memory traffic and runs on the tensor cores; the
+            # vectors agree with fp32 to ~1e-3, so the profile stays the same.
+            self._model.half()
+        self._lock = threading.Lock()
+        self.batch_size = batch_size
+        self.batch_tokens = batch_tokens or (CUDA_BATCH_TOKENS if self.cuda else CPU_BATCH_TOKENS)
+        self.max_rows = max(batch_size, CUDA_MAX_ROWS) if self.cuda else batch_size
+        # At CPU speed tokenizing is ~1 % of the work: a thread for it would only
+        # take a core from the model. At GPU speed it is the bound.
+        self.parallel_tokenize = self.cuda if parallel_tokenize is None else parallel_tokenize
+        dims = self._model.get_embedding_dimension()
+        self.profile = EmbeddingProfile(
+            provider="sentence-transformers", model=model_name or model, dimensions=int(dims)
+        )
+        # Content tokens the model reads: its sequence length minus [CLS]/[SEP].
+        self.max_tokens = int(self._model.max_seq_length) - 2
+        self.tokenizer = self._model.tokenizer
+        self._tokens = rust_tokenizer(self.tokenizer, max_length=int(self._model.max_seq_length))
+        self._pad_id = int(self.tokenizer.pad_token_id or 0)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors of ``texts``, in their order."""
+        if not texts:
+            return np.zeros((0, self.profile.dimensions), dtype=np.float32)
+        with self._lock, _threads_for(len(texts), cuda=self.cuda):
+            batches = self.batches(texts)
+            if self.parallel_tokenize:
+                batches = prefetched(batches, depth=4)
+            return self._run(batches, len(texts))
+
+    def batches(self, texts: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """The model's inputs for ``texts``: token batches as tensors, with their indices."""
+        for batch in length_batches(
+            self._tokens,
+            texts,
+            max_tokens=self.batch_tokens,
+            max_rows=self.max_rows,
+            pad_id=self._pad_id,
+        ):
+            yield self._tensors(batch)
+
+    def _tensors(self, batch: TokenBatch) -> dict[str, Any]:
+        import torch
+
+        features: dict[str, Any] = {
+            "input_ids": torch.from_numpy(batch.input_ids),
+            "attention_mask": torch.from_numpy(batch.attention_mask),
+            "token_type_ids": torch.from_numpy(batch.token_type_ids),
+        }
+        if self.cuda:
+            # Page-locked, so the copy to the GPU runs beside the model.
+            features = {k: v.pin_memory() for k, v in features.items()}
+        features["indices"] = batch.indices
+        return features
+
+    def _run(self, batches: Iterator[dict[str, Any]], count: int) -> np.ndarray:
+        import torch
+
+        out = np.empty((count, self.profile.dimensions), dtype=np.float32)
+        on_device: list[tuple[np.ndarray, Any]] = []
+        with torch.inference_mode():
+            for features in batches:
+                indices = features.pop("indices")
+                features = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
+                vectors = torch.nn.functional.normalize(self.forward(features), dim=1)
+                if self.cuda:
+                    # Copied back once at the end: a copy per batch would wait for it.
+                    on_device.append((indices, vectors))
+                else:
+                    out[indices] = vectors.numpy()
+            if on_device:
+                gathered = torch.cat([v for _, v in on_device]).cpu().numpy()
+                out[np.concatenate([i for i, _ in on_device])] = gathered
+        return out
+
+    def forward(self, features: dict[str, Any]) -> Any:
+        """Sentence embeddings of one batch of token tensors, through the model's modules."""
+        if not self.cuda:
+            return self._model.forward(features)["sentence_embedding"]
+        for position, module in enumerate(self._model):
+            features = module(features)
+            if position == 0:
+                # Pooling and normalisation in fp32, as on the CPU.
+                features = {
+                    k: v.float() if hasattr(v, "is_floating_point") and v.is_floating_point() else v
+                    for k, v in features.items()
+                }
+        return features["sentence_embedding"].float()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.tokenize(text))
+
+
+@contextmanager
+def _threads_for(batch: int, *, cuda: bool = False) -> Iterator[None]:
+    """One intra-op thread for tiny batches on the CPU.
+
+    Encoding one question with torch's default threads took ~1 s on a loaded
+    2-core machine and ~86 ms with one thread: thread hand-offs dominate such
+    small work. Large ingestion batches keep every thread.
+    """
+    import torch
+
+    if batch > SMALL_BATCH or cuda:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
