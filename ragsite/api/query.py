@@ -94,10 +94,17 @@ class CitationSerializer(serializers.Serializer):
     page = serializers.IntegerField(allow_null=True)
     section_path = serializers.ListField(child=serializers.CharField())
     cited = serializers.BooleanField(help_text="Whether the answer carries this marker.")
+    spans = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The sentences of the passage the answer rests on: offsets in the passage "
+        "(start, end) and in the source's text (char_start, char_end), page.",
+    )
 
 
 class TraceStepSerializer(serializers.Serializer):
     stage = serializers.CharField()
+    node = serializers.CharField(help_text="Where the step ran in the answering graph.")
+    iteration = serializers.IntegerField(help_text="Loops back before this step (0: none).")
     duration_ms = serializers.FloatField()
     skipped = serializers.BooleanField()
     details = serializers.DictField()
