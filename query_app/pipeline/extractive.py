@@ -43,7 +43,8 @@ from query_app.pipeline.lexical import (
     jaccard,
     looks_like_instruction,
 )
-from query_app.pipeline.units import TextUnit, text_units
+from query_app.pipeline.rows import question_words, row_match
+from query_app.pipeline.units import ROW, TextUnit, text_units
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 
@@ -73,6 +74,7 @@ class Quote:
     passage_similarity: float = 0.0
     similarity: float = 0.0
     score: float = 0.0
+    named: bool = False  # a table row one of whose values the question spells out
 
 
 @dataclass
@@ -355,6 +357,7 @@ def _scored(
     rarity = _rarity(wanted, covering)
     total = sum(rarity.values()) or 1.0
     quantity = asks_for_quantity(probe)
+    probe_words = question_words(probe)
     scored = []
     for (quote, following), terms, covers, sim in zip(
         found, unit_terms, covering, sims, strict=True
@@ -369,8 +372,10 @@ def _scored(
             float(sim) * (1 - NOVELTY_WEIGHT + NOVELTY_WEIGHT * novelty)
             + LEXICAL_WEIGHT * coverage
             + PASSAGE_WEIGHT * quote.passage_similarity
+            + (named := row_match(probe_words, quote.unit.text) if quote.unit.kind == ROW else 0.0)
         )
-        scored.append((replace(quote, similarity=float(sim), score=score), following))
+        quote = replace(quote, similarity=float(sim), score=score, named=named > 0)
+        scored.append((quote, following))
     scored.sort(key=lambda item: (-item[0].score, item[0].marker, item[0].position))
     return scored
 
@@ -426,6 +431,8 @@ def _choose(
             break
         if not is_required and quote.score < JOIN_RATIO * best.score:
             break
+        if best.named and quote.unit.kind == ROW and not quote.named and not is_required:
+            continue  # the row the question names answers it; its neighbours do not
         if placed(quote) or not take(quote):
             continue
         # "To install silently, run:" is answered by the line it introduces.

@@ -11,6 +11,7 @@ import pytest
 
 from query_app.pipeline.keyword import code_parts
 from query_app.pipeline.names import question_names
+from query_app.pipeline.rows import question_words, row_match
 from query_app.pipeline.units import ITEM, text_units
 from query_app.services import QueryRequest, query_answer
 from tests.support.factories import Doc, indexed_collection
@@ -116,3 +117,54 @@ def test_a_sentence_is_found_through_the_heading_above_it(scanners, reader):
     assert run.mode == "extractive"
     assert "For 47 minutes" in run.answer
     assert "The TLS certificate of the message broker expired." in run.answer
+
+
+PRICES = (
+    "sku: SKU-20931; product: Quillmate Q3; description: Handheld scanner; price_eur: 349.00\n\n"
+    "sku: SKU-20932; product: Quillmate Q3 Rugged; description: Q3 with a rubber boot; "
+    "price_eur: 429.00\n\n"
+    "sku: SKU-20940; product: Quillmate Q3 Starter Kit; description: One Q3 with a dock; "
+    "price_eur: 449.00"
+)
+HOLIDAYS = (
+    "date: 2024-04-27; holiday: King's Day; offices_closed: Utrecht\n\n"
+    "date: 2024-12-24; holiday: Company day; offices_closed: all\n\n"
+    "date: 2024-12-26; holiday: Boxing Day; offices_closed: Ghent;Utrecht"
+)
+
+
+def test_row_bonus_goes_to_the_row_whose_value_the_question_spells_out():
+    asked = question_words("What is the list price of a Quillmate Q3?")
+    exact, rugged, kit = (row_match(asked, row) for row in PRICES.split("\n\n"))
+    assert exact > 0.0
+    assert rugged == kit == 0.0
+    # A date is the same day however it is written.
+    asked = question_words("Which office is closed on 27 April 2024?")
+    assert [row_match(asked, row) > 0 for row in HOLIDAYS.split("\n\n")] == [True, False, False]
+    # A plain word any question may use names no row.
+    assert row_match(question_words("Are all offices closed?"), "offices_closed: all") == 0.0
+
+
+@pytest.fixture
+def tables(db, reader):
+    return indexed_collection(
+        [
+            Doc(location="/docs/prices.csv", title="Price list", chunks=[PRICES]),
+            Doc(location="/docs/holidays.csv", title="Holidays 2024", chunks=[HOLIDAYS]),
+        ],
+        slug="tables",
+        members={reader: "read"},
+    )
+
+
+def test_the_row_named_by_the_question_is_quoted_first(tables, reader):
+    request = QueryRequest(
+        collection="tables", question="What is the list price of a Quillmate Q3?"
+    )
+    run = query_answer(user=reader, request=request)
+    assert run.answer.startswith("sku: SKU-20931; product: Quillmate Q3;")
+    assert "Rugged" not in run.answer and "Starter Kit" not in run.answer
+    request = QueryRequest(collection="tables", question="Which office is closed on 27 April 2024?")
+    run = query_answer(user=reader, request=request)
+    assert run.answer.startswith("date: 2024-04-27; holiday: King's Day; offices_closed: Utrecht")
+    assert "Boxing Day" not in run.answer and "Company day" not in run.answer
