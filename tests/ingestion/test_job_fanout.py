@@ -170,3 +170,31 @@ def test_another_users_job_waits_for_one_part_of_a_split_job_at_most(
     assert len(started) == 4
     # The split job's first part ran, then the other user's job, then the rest.
     assert started[0] < theirs.started_at < started[1]
+
+
+def test_reading_a_split_job_whose_part_lost_its_worker_queues_the_part_again(
+    user, collection, tmp_path, parts_of_two
+):
+    job, _ = ingestion_job_create(
+        collection=collection,
+        user=user,
+        locations=notes_write(tmp_path / "notes", 4),
+        operator=True,
+    )
+    claimed = ingestion_job_claim(worker="w:1")
+    assert claimed is not None
+    assert job_split(claimed, worker="w:1", timing=JobTiming.from_settings())
+    orphan = ingestion_part_claim(worker="gone-host:4242")
+    assert orphan is not None
+    stale = timezone.now() - timedelta(minutes=10)
+    IngestionPart.objects.filter(pk=orphan.pk).update(heartbeat_at=stale)
+
+    body = token_client(user).get(f"/api/collections/docs/jobs/{job.pk}").json()
+
+    assert body["status"] == "running" and body["parts_total"] == 2
+    orphan.refresh_from_db()
+    assert orphan.status == "queued" and "no sign of life" in orphan.error
+    # Any worker now takes it; the job ends as if nothing had happened.
+    ingestion_jobs_drain(worker="w:2")
+    job.refresh_from_db()
+    assert job.status == "succeeded" and job.parts_done == 2
