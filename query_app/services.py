@@ -18,7 +18,6 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as AuthUser
-from django.db import transaction
 
 from collections_app.models import Collection
 from collections_app.selectors import CollectionNotFound, collection_and_role_for_user
@@ -56,6 +55,7 @@ from query_app.pipeline.types import (
     RagAnswer,
     RagQuery,
 )
+from query_app.run_writer import run_store
 from query_app.selectors import conversation_get_for_user, conversation_turns_before
 
 logger = logging.getLogger(__name__)
@@ -232,7 +232,9 @@ def _query_prepare(
     return query, conversation
 
 
-def query_answer(*, user: User, request: QueryRequest, store: bool = True) -> QueryRun:
+def query_answer(
+    *, user: User, request: QueryRequest, store: bool = True, store_later: bool = False
+) -> QueryRun:
     """Answer ``request`` and store the run.
 
     Raises CollectionNotFound (no such collection, or not readable by
@@ -243,10 +245,15 @@ def query_answer(*, user: User, request: QueryRequest, store: bool = True) -> Qu
     ConversationMismatch; ConversationNotFound (``request.conversation`` is not
     the caller's own). With ``store=False`` the returned run is not saved; a
     stored run is a turn of ``request.conversation``, or starts a conversation
-    when the caller is a signed-in user.
+    when the caller is a signed-in user. With ``store_later`` the run has its id
+    and time when returned, and its row is written moments later by this
+    process's writer thread (``query_app/run_writer.py``; never dropped).
     """
     events = query_answer_stream(
-        user=user, request=dataclasses.replace(request, stream=False), store=store
+        user=user,
+        request=dataclasses.replace(request, stream=False),
+        store=store,
+        store_later=store_later,
     )
     for event in events:
         if isinstance(event, RunEvent):
@@ -260,7 +267,7 @@ def query_retrieve(*, user: User, request: QueryRequest, store: bool = True) -> 
 
 
 def query_answer_stream(
-    *, user: User, request: QueryRequest, store: bool = True
+    *, user: User, request: QueryRequest, store: bool = True, store_later: bool = False
 ) -> Iterator[QueryEvent]:
     """Validate now (raising like ``query_answer``), then return an iterator of events.
 
@@ -294,24 +301,9 @@ def query_answer_stream(
         # The collection was read at the start of this request: its version is current.
         index_version=query.collection.index_version,
     )
-    return _run_events(query, run, chat=chat, store=store, conversation=conversation)
-
-
-def _run_save(run: QueryRun, *, conversation: Conversation | None) -> None:
-    """Store ``run`` as the next turn of ``conversation``; a user's lone run starts one."""
-    with transaction.atomic():
-        if conversation is None and run.user_id is not None:
-            conversation = Conversation.objects.create(
-                owner_id=run.user_id,
-                collection=run.collection,
-                title=Conversation.title_for(run.question),
-            )
-        if conversation is not None:
-            run.conversation = conversation
-        run.save()
-        if conversation is not None:
-            # The conversation was last active when this turn was asked.
-            Conversation.objects.filter(pk=conversation.pk).update(updated_at=run.created_at)
+    return _run_events(
+        query, run, chat=chat, store=store, later=store_later, conversation=conversation
+    )
 
 
 def _run_events(
@@ -320,6 +312,7 @@ def _run_events(
     *,
     chat: ChatClient | None,
     store: bool,
+    later: bool,
     conversation: Conversation | None,
 ) -> Iterator[QueryEvent]:
     started = time.perf_counter()
@@ -334,7 +327,7 @@ def _run_events(
         run.error = str(exc)
         run.total_ms = (time.perf_counter() - started) * 1000.0
         if store:
-            _run_save(run, conversation=conversation)
+            run_store(run, conversation=conversation, later=later)
         logger.warning("query run failed: %s", exc)
         raise
     finally:
@@ -355,7 +348,7 @@ def _run_events(
         "",
     )
     if store:
-        _run_save(run, conversation=conversation)
+        run_store(run, conversation=conversation, later=later)
     yield RunEvent(run)
 
 

@@ -500,6 +500,8 @@ RAG: dict[str, Any] = {
         # A retrieval cache entry larger than this is not kept.
         # (a quality-profile entry of 100 candidates takes about 25 KiB).
         "max_cache_entry_bytes": env_int("RAG_RETRIEVAL_CACHE_ENTRY_BYTES", 128 * 1024),
+        # Question vectors kept per process (query_app/pipeline/embed_cache.py; 0: none).
+        "question_cache_entries": env_int("RAG_QUESTION_CACHE_ENTRIES", 4096),
     },
     # Browser pages.
     "ui": {

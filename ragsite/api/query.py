@@ -201,6 +201,8 @@ class _AskView(APIView):
                 retrieval_only=self.retrieval_only,
                 conversation=data["conversation"],
             ),
+            # Answered now; its row is written by the process's run writer moments later.
+            store_later=True,
         )
         return Response(run_payload(run))
 

@@ -7,6 +7,7 @@ from typing import Any, TypedDict, cast
 
 from query_app.exceptions import ChatNotConfigured
 from query_app.pipeline.assembly import AssembledContext
+from query_app.pipeline.embed_cache import cached_encoder
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
 from query_app.pipeline.lexical import answer_sentences
 from query_app.pipeline.names import names_absent, question_names
@@ -86,7 +87,8 @@ class GenerateStage(Stage):
             chat=state.chat,
             allow_fallback=state.query.allow_fallback,
             stream=state.query.stream,
-            encode=embedder.encode if embedder is not None else None,
+            # The question's vector comes from retrieval's cache, not the model again.
+            encode=cached_encoder(embedder) if embedder is not None else None,
             model=embedder.profile.model if embedder is not None else "",
             floor=state.options.floor.min_vector_similarity,
             said=_already_said(state),

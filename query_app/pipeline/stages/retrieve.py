@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypedDict, cast
 
+from query_app.pipeline.embed_cache import QuestionVectors, question_vectors
 from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.retrieval import (
     RETRIEVAL_MODES,
@@ -22,12 +23,13 @@ _pool_lock = threading.Lock()
 
 
 def _embedding_pool() -> ThreadPoolExecutor:
-    """The thread that embeds probes during hybrid retrieval (made on first use, after any fork)."""
+    """The threads that embed probes during hybrid retrieval (made on first use, after any fork)."""
     global _pool
     with _pool_lock:
         if _pool is None:
-            # The embedder serialises encoding with its own lock: one thread is enough.
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
+            # The model runs one batch at a time; more threads than one let the
+            # probes of concurrent questions wait together and share a micro-batch.
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-embed")
         return _pool
 
 
@@ -39,6 +41,8 @@ class RetrieveDetails(TypedDict, total=False):
     candidates: int  # over all probes
     per_probe: list[dict[str, Any]]
     cache: str
+    # Probes whose vectors came from the question cache (embed_cache.py).
+    vectors_cached: int
 
 
 class RetrieveStage(Stage):
@@ -58,7 +62,7 @@ class RetrieveStage(Stage):
         probes = list(state.probes)
         vectors: list[Any] = [None] * len(probes)
         keyword: list[KeywordResult | None] = [None] * len(probes)
-        encoding: Future[Any] | None = None
+        encoding: Future[QuestionVectors] | None = None
         details: RetrieveDetails = {}
         if "vector" in legs:
             embedder = collection_embedder(collection)
@@ -66,16 +70,20 @@ class RetrieveStage(Stage):
             if "keyword" in legs:
                 # Hybrid: the probes are embedded on another thread while
                 # Postgres runs the keyword leg, so the legs overlap.
-                encoding = _embedding_pool().submit(embedder.encode, probes)
+                encoding = _embedding_pool().submit(question_vectors, embedder, probes)
             else:
-                vectors = list(embedder.encode(probes))
+                encoded = question_vectors(embedder, probes)
+                vectors = list(encoded.vectors)
+                details["vectors_cached"] = encoded.cached
         if "keyword" in legs:
             keyword = [
                 keyword_search(collection=collection, text=p, k=leg_depth(o), options=o.retrieval)
                 for p in probes
             ]
         if encoding is not None:
-            vectors = list(encoding.result())
+            encoded = encoding.result()
+            vectors = list(encoded.vectors)
+            details["vectors_cached"] = encoded.cached
         per_probe = []
         probe_details = []
         for index, (probe, vector) in enumerate(zip(probes, vectors, strict=True)):

@@ -1,0 +1,266 @@
+"""Question embeddings: a bounded cache per process, and micro-batches of concurrent questions.
+
+Retrieval embeds every probe (the question, or its variants) with the
+collection's model. The same questions recur (the FAQ of a site, a page
+re-asked, evaluation runs), so their vectors are kept in a least-recently-used
+cache of ``RAG_QUESTION_CACHE_ENTRIES`` entries (0 turns it off) keyed by the
+embedding profile (provider, model, dimensions) and the exact text: a
+collection reindexed with another model asks for vectors under another profile
+and never gets the old model's. ``question_cache_clear`` empties it.
+
+The misses of threads that embed at the same time are encoded together: the
+first caller runs the model on everything waiting (up to ``MAX_BATCH_TEXTS``
+texts), and while it does, later callers queue; when it is done, the first of
+them leads the next batch. A caller alone pays no wait, and each gets back the
+vectors of its own texts in its own order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from collections_app.embedding import SMALL_BATCH, Embedder
+
+# One model call at most this many texts: the embedder encodes batches this small
+# on one thread, the cheapest way for a handful of short questions.
+MAX_BATCH_TEXTS = SMALL_BATCH
+DEFAULT_ENTRIES = 4096
+
+
+def _cache_size() -> int:
+    from django.conf import settings
+
+    limits = getattr(settings, "RAG", {}).get("query_limits", {})
+    return int(limits.get("question_cache_entries", DEFAULT_ENTRIES))
+
+
+class VectorLRU:
+    """At most ``size`` vectors by key, the least recently used dropped first (thread-safe)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, ...], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[str, ...]) -> np.ndarray | None:
+        with self._lock:
+            vector = self._items.get(key)
+            if vector is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return vector
+
+    def put(self, key: tuple[str, ...], vector: np.ndarray) -> None:
+        if self.size <= 0:
+            return
+        # Read-only: a caller that changed its copy would change everyone's.
+        vector = np.array(vector, dtype=np.float32)
+        vector.setflags(write=False)
+        with self._lock:
+            self._items[key] = vector
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass
+class _Request:
+    texts: list[str]
+    done: threading.Event = field(default_factory=threading.Event)
+    vectors: np.ndarray | None = None
+    error: BaseException | None = None
+    lead: bool = False  # woken to run the next batch, not served
+
+
+class MicroBatcher:
+    """Concurrent ``encode`` calls served by as few model calls as they fit in.
+
+    No timer: a caller that finds the model idle encodes at once (its batch is
+    whatever is waiting, itself first); callers arriving meanwhile wait for the
+    next batch, which the first of them runs.
+    """
+
+    def __init__(
+        self, encode: Callable[[Sequence[str]], np.ndarray], *, max_texts: int = MAX_BATCH_TEXTS
+    ):
+        self._encode = encode
+        self.max_texts = max_texts
+        self._lock = threading.Lock()
+        self._pending: list[_Request] = []
+        self._busy = False
+        self.batches = 0  # model calls made
+        self.requests = 0  # encode calls served
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        request = _Request(list(texts))
+        with self._lock:
+            self._pending.append(request)
+            lead = not self._busy
+            self._busy = True
+        if not lead:
+            request.done.wait()
+            if not request.lead:
+                return self._result(request)
+        self._run_batch()
+        return self._result(request)
+
+    def waiting(self) -> int:
+        """Callers queued for the next batch."""
+        with self._lock:
+            return len(self._pending)
+
+    def _result(self, request: _Request) -> np.ndarray:
+        if request.error is not None:
+            raise request.error
+        assert request.vectors is not None
+        return request.vectors
+
+    def _run_batch(self) -> None:
+        with self._lock:
+            # The leader's own request is first; then as many as fit.
+            batch, count = [], 0
+            while self._pending and (
+                not batch or count + len(self._pending[0].texts) <= self.max_texts
+            ):
+                count += len(self._pending[0].texts)
+                batch.append(self._pending.pop(0))
+        try:
+            unique = list(dict.fromkeys(t for r in batch for t in r.texts))
+            encoded = np.asarray(self._encode(unique), dtype=np.float32)
+            row = {text: i for i, text in enumerate(unique)}
+            for r in batch:
+                r.vectors = encoded[[row[t] for t in r.texts]].reshape(len(r.texts), -1)
+        except BaseException as exc:  # every caller of the batch sees the failure
+            for r in batch:
+                r.error = exc
+        finally:
+            with self._lock:
+                self.batches += 1
+                self.requests += len(batch)
+                if self._pending:
+                    successor = self._pending[0]
+                    successor.lead = True
+                    successor.done.set()
+                else:
+                    self._busy = False
+            for r in batch:
+                if not r.lead:
+                    r.done.set()
+
+
+_cache: VectorLRU | None = None
+_batchers: dict[int, MicroBatcher] = {}
+_setup_lock = threading.Lock()
+
+
+def question_cache() -> VectorLRU:
+    """This process's question-vector cache (sized from the settings on first use)."""
+    global _cache
+    with _setup_lock:
+        if _cache is None:
+            _cache = VectorLRU(_cache_size())
+        return _cache
+
+
+def question_cache_clear() -> None:
+    """Forget every cached question vector (and the size, read again on next use)."""
+    global _cache
+    with _setup_lock:
+        _cache = None
+
+
+def _batcher(embedder: Embedder) -> MicroBatcher:
+    with _setup_lock:
+        batcher = _batchers.get(id(embedder))
+        if batcher is None or batcher._encode != embedder.encode:
+            batcher = _batchers[id(embedder)] = MicroBatcher(embedder.encode)
+        return batcher
+
+
+_serials: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_next_serial = itertools.count(1)
+
+
+def profile_key(embedder: Embedder) -> tuple[str, str, str, str]:
+    """The embedding profile a vector belongs to, and which loaded model made it.
+
+    The profile names the vector space; the serial tells apart two models
+    loaded under one name (a model directory replaced, settings changed), so
+    vectors never outlive the model that made them.
+    """
+    p = embedder.profile
+    with _setup_lock:
+        serial = _serials.get(embedder)
+        if serial is None:
+            serial = _serials[embedder] = next(_next_serial)
+    return (p.provider, p.model, str(p.dimensions), str(serial))
+
+
+@dataclass(frozen=True)
+class QuestionVectors:
+    vectors: np.ndarray  # one row per text, in order
+    cached: int  # how many rows came from the cache
+
+
+def question_vectors(embedder: Embedder, texts: Sequence[str]) -> QuestionVectors:
+    """The vectors of ``texts`` under ``embedder``'s profile: cached, or encoded in a micro-batch."""
+    cache = question_cache()
+    prefix = profile_key(embedder)
+    found: dict[str, np.ndarray] = {}
+    for text in dict.fromkeys(texts):
+        vector = cache.get((*prefix, text))
+        if vector is not None:
+            found[text] = vector
+    cached = sum(1 for t in texts if t in found)
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
+    if missing:
+        encoded = _batcher(embedder).encode(missing)
+        for text, vector in zip(missing, encoded, strict=True):
+            cache.put((*prefix, text), vector)
+            found[text] = vector
+    if not texts:
+        return QuestionVectors(np.zeros((0, embedder.profile.dimensions), np.float32), 0)
+    return QuestionVectors(np.vstack([found[t] for t in texts]), cached)
+
+
+def cached_encoder(embedder: Embedder) -> Callable[[Sequence[str]], np.ndarray]:
+    """``embedder.encode`` that takes the vectors retrieval already made from the cache.
+
+    For the extractive answer's scoring, which embeds the question with the
+    candidate sentences: the question is not encoded twice, and the rest goes
+    through the micro-batcher. Sentences are not added to the cache (their
+    scorer keeps its own).
+    """
+    cache = question_cache()
+    prefix = profile_key(embedder)
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        found = {t: v for t in dict.fromkeys(texts) if (v := cache.get((*prefix, t))) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            found.update(zip(missing, _batcher(embedder).encode(missing), strict=True))
+        if not texts:
+            return np.zeros((0, embedder.profile.dimensions), np.float32)
+        return np.vstack([found[t] for t in texts])
+
+    return encode
