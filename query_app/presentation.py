@@ -309,6 +309,13 @@ def path_timeline_html(trace: Iterable[Mapping[str, Any]]) -> SafeString:
             said = " · ".join(str(q) for q in details["sub_questions"])
         elif step.get("node") == "respond" and details.get("decision"):
             said = str(details["decision"])
+        elif node == "hops" and details.get("hops"):
+            hops = details["hops"]
+            said = f"{len(hops)} hop(s)" + (
+                ", stopped early" if details.get("stopped_early") else ""
+            )
+        elif node == "web" and not step.get("skipped"):
+            said = f"{details.get('passages', 0)} web passage(s)"
         classes = "step"
         if step.get("warnings"):
             classes += " warned"

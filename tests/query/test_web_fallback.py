@@ -28,6 +28,7 @@ from query_app.exceptions import (
 from query_app.pipeline.corrective import VERDICTS
 from query_app.pipeline.profiles import options_resolve
 from query_app.pipeline.web.searxng import parse_results
+from query_app.presentation import path_timeline_html
 from query_app.services import QueryRequest, query_answer
 from tests.support.knowledge_base import UNRELATED_QUESTION
 from tests.support.search_server import ScriptedSearchServer, SearchReply, html_page
@@ -144,6 +145,10 @@ def test_the_web_answers_what_the_collection_cannot_and_citations_carry_the_url(
     end = run.trace[-1]
     assert end["details"]["low_confidence"] is False
     assert "the web node found evidence" in end["details"]["recovered"]
+    # The path timeline says what the web node found.
+    timeline = path_timeline_html(run.trace)
+    assert '<span class="node">web</span>' in timeline
+    assert '<span class="said">1 web passage(s)</span>' in timeline
     # Nothing from the web was written into the collection.
     assert (Source.objects.count(), Chunk.objects.count()) == (sources, chunks)
     assert not Source.objects.filter(location__contains="127.0.0.1").exists()
@@ -356,6 +361,7 @@ def test_hops_stop_early_when_the_evidence_covers_the_rest(kb, reader, no_chat_m
         "skipped": "covered by the evidence already found",
     }
     assert hops["stopped_early"] is True and hops["searched"] == 2
+    assert '<span class="said">2 hop(s), stopped early</span>' in path_timeline_html(run.trace)
     # The passages covering the skipped hop still rank as its own list in the fusion.
     assert step(run, "fuse")["details"]["probes"] == 3
     assert any(c["source"] == "/kb/errors.md" for c in run.citations)
