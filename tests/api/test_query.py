@@ -84,7 +84,7 @@ def test_runs_can_be_filtered_by_collection(api, ingested):
         ({"question": QUESTION, "overrides": {"retrieval.flavour": "x"}}, "mode"),
         ({"question": QUESTION, "top_n": 0}, "top_n must be between 1 and 50"),
         ({"question": QUESTION, "top_n": 51}, "top_n must be between 1 and 50"),
-        ({"question": QUESTION, "top_n": "ten"}, "valid integer"),
+        ({"question": QUESTION, "top_n": "ten"}, "must be a JSON integer"),
         (
             {"question": QUESTION, "profile": "balanced", "overrides": {"rerank.required": True}},
             MODEL_ENV,
