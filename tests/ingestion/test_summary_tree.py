@@ -297,3 +297,23 @@ def test_the_source_page_and_the_api_list_passages_only(
     texts = [c["text"] for c in api.json()["chunks"]["results"]]
     assert texts
     assert not any("zebra-striped" in t for t in texts)
+
+
+def test_the_collection_form_switches_the_tree_and_queues_its_build(
+    collection, manual_dir, no_chat_model, client, user
+):
+    collection_ingest(collection=collection, locations=[str(manual_dir)])
+    client.force_login(user)
+    form = {"name": collection.name, "description": "", "chunking_strategy": "recursive"}
+    page = client.get(f"/collections/{collection.slug}/edit/")
+    assert 'name="summary_tree"' in page.content.decode()
+    client.post(f"/collections/{collection.slug}/edit/", {**form, "summary_tree": "on"})
+    collection.refresh_from_db()
+    assert collection.summary_tree is True
+    job = IngestionJob.objects.filter(collection=collection).order_by("-created_at").first()
+    assert job is not None
+    assert job.status == IngestionJob.Status.QUEUED
+    assert "Summary tree on" in client.get(f"/collections/{collection.slug}/").content.decode()
+    client.post(f"/collections/{collection.slug}/edit/", form)
+    collection.refresh_from_db()
+    assert collection.summary_tree is False
