@@ -109,6 +109,45 @@ def _definitions(text: str) -> list[tuple[str, str]]:
     return found
 
 
+_CORE_PREFIX_RE = re.compile(
+    r"^\s*(?:(?:the|an?)\s+)?(?:(?:old|former|internal|sales|marketing|product|code|short|"
+    r"earlier|official)\s+)*(?:name|names|codename|code\s+name|alias|nickname)\s+(?:of|for)\s+"
+    r"(?:(?:the|an?)\s+)?",
+    re.IGNORECASE,
+)
+
+
+def _core(definition: str) -> str:
+    """What the definition names: "the sales name of the Q3 Starter Kit." → "Q3 Starter Kit"."""
+    core = _CORE_PREFIX_RE.sub("", definition.strip(), count=1)
+    core = re.split(r"[.;:,(]\s|[.;]$|\s+before\s+|\s+since\s+", core, maxsplit=1)[0]
+    core = re.sub(r"^(?:the|an?)\s+", "", core.strip(), flags=re.IGNORECASE)
+    return core.strip(" .")
+
+
+def _substituted(question: str, name: str, core: str) -> str:
+    """The question with the name replaced by what it names ("" when it cannot be)."""
+    if not core or len(core.split()) > 10:
+        return ""
+    pattern = re.compile(
+        r"(?P<article>\b(?:the|an?)\s+)?" + r"\s+".join(re.escape(w) for w in name.split()) + r"\b",
+        re.IGNORECASE,
+    )
+    match = pattern.search(question)
+    if match is None:
+        return ""
+    # "Tier B support" → "Priority support plans support": the question's next word
+    # may be in the definition already; the definition stops before it.
+    following = re.match(r"\s*(\w+)", question[match.end() :])
+    words = core.split()
+    if following:
+        lowered = [w.lower() for w in words]
+        if following.group(1).lower() in lowered[1:]:
+            words = words[: lowered.index(following.group(1).lower(), 1)]
+    article = match.group("article") or ""
+    return question[: match.start()] + article + " ".join(words) + question[match.end() :]
+
+
 def bridge_find(question: str, kept: Sequence[Candidate]) -> Bridge | None:
     """The first definition of a question's term in the top passages, as a bridge probe.
 
@@ -134,10 +173,12 @@ def bridge_find(question: str, kept: Sequence[Candidate]) -> Bridge | None:
             new = list(dict.fromkeys(new))[:MAX_DEFINITION_WORDS]
             if not new:
                 continue
+            name = _LIST_SPLIT_RE.split(term.strip())[index].strip()
+            probe = _substituted(question, name, _core(definition))
             return Bridge(
                 term=term,
                 definition=definition.strip()[:200],
-                probe=" ".join([*keywords, *new]),
+                probe=probe or " ".join([*keywords, *new]),
                 chunk_id=candidate.chunk_id,
             )
     return None

@@ -78,7 +78,8 @@ def test_a_glossary_definition_bridges_to_the_document_that_answers(glossary_kb,
     assert first["bridge"]["term"].startswith("Tier A")
     rewrite = steps(run, "rewrite")[0]["details"]
     assert rewrite["source"] == "bridge"
-    assert "priority" in rewrite["probe"] and "critical" not in rewrite["probe"]
+    # The probe is the question with the name replaced by what it names.
+    assert rewrite["probe"] == "During which hours is Priority support available?"
     assert rewrite["because"] == "a bridge hop"
     # One hop only, and no low-confidence flag: the budget was not exhausted.
     assert len(steps(run, "rewrite")) == 1
