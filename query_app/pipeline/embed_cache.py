@@ -138,7 +138,8 @@ class MicroBatcher:
     def _run_batch(self) -> None:
         with self._lock:
             # The leader's own request is first; then as many as fit.
-            batch, count = [], 0
+            batch: list[_Request] = []
+            count = 0
             while self._pending and (
                 not batch or count + len(self._pending[0].texts) <= self.max_texts
             ):
