@@ -36,6 +36,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "retrieval.bm25_k1": (0.0, 10.0),
     "retrieval.bm25_b": (0.0, 1.0),
     "retrieval.keyword_pool": (100, 1_000_000),
+    "retrieval.summary_members": (1, 20),
     "fusion.mmr_lambda": (0.0, 1.0),
     "rerank.batch_size": (1, 1024),
     "rerank.max_length": (16, 8192),
@@ -44,8 +45,10 @@ RANGES: dict[str, tuple[float, float]] = {
     "context.max_tokens": (50, 1_000_000),
     "context.chars_per_token": (0.5, 20.0),
     "context.window": (0, 20),
-    "context.expand_max_tokens": (50, 100_000),
+    "context.expand_max_tokens": (10, 100_000),
     "generation.max_sentences": (1, 50),
+    "generation.max_output_tokens": (1, 100_000),
+    "generation.temperature": (0.0, 2.0),
     "generation.min_sentence_similarity": (-1.0, 1.0),
     "groundedness.min_support": (0.0, 1.0),
     "cache.ttl_s": (0, 7 * 24 * 3600),
@@ -53,6 +56,10 @@ RANGES: dict[str, tuple[float, float]] = {
     "corrective.lower": (0.0, 1.0),
     "corrective.gate_strong": (0.0, 1.0),
     "corrective.gate_weak": (0.0, 1.0),
+    "web.max_results": (1, 20),
+    "web.max_pages": (1, 10),
+    "web.passages_per_page": (1, 10),
+    "web.passage_chars": (100, 5000),
 }
 
 # Options naming a component: where its names come from ("module:ATTRIBUTE").

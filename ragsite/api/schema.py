@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
@@ -52,6 +52,16 @@ class ContractSchema(AutoSchema):
                 error_response(description), str(status), direction=direction
             )
         return dict(sorted(responses.items()))
+
+    def _get_request_body(self, direction: Any = "request") -> dict[str, Any] | None:
+        body: dict[str, Any] | None = super()._get_request_body(direction)
+        if body is not None and isinstance(
+            self.get_request_serializer(), PolymorphicProxySerializer
+        ):
+            # drf-spectacular cannot tell from a oneOf whether a body is needed: each shape
+            # has required fields, so it is.
+            body["required"] = True
+        return body
 
     def _map_serializer_field(
         self, field: Any, direction: Any, bypass_extensions: bool = False
