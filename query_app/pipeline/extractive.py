@@ -56,6 +56,9 @@ LEXICAL_WEIGHT = 0.3
 NOVELTY_WEIGHT = 0.5
 # Weight of the passage's own relevance.
 PASSAGE_WEIGHT = 0.3
+# A unit adding less than this share of new words only restates the question: it may
+# answer alone (a yes/no question), never join a better unit.
+RESTATES = 0.25
 # Two units sharing this much of their words say the same thing.
 REPEAT_JACCARD = 0.6
 # Fewer words (with no digit or code among them) than this are not an answer.
@@ -75,6 +78,7 @@ class Quote:
     similarity: float = 0.0
     score: float = 0.0
     named: bool = False  # a table row one of whose values the question spells out
+    novelty: float = 1.0  # the share of its words the question does not hold
 
 
 @dataclass
@@ -179,6 +183,12 @@ def question_parts(question: str) -> list[str]:
     return [parts[0], *(f"{part} {subject}" for part in parts[1:3])]
 
 
+def _own_parts(question: str) -> list[str]:
+    """The parts of a multi-part question as asked, without the borrowed subject."""
+    parts = [p.strip(" ?,;") for p in _PART_SPLIT_RE.split(question) if p.strip(" ?,;")]
+    return parts[:3]
+
+
 class _VectorCache:
     """Embeddings of recently scored units, per model (passages recur across questions)."""
 
@@ -227,10 +237,14 @@ def _candidates(
             below_floor += 1
             continue
         units = text_units(passage.text)
-        section = ""
+        # The passage's opening title (a page's or a document's) covers all of it;
+        # a later heading covers the units up to the next one.
+        top = units[0].text.lstrip("#").strip() if units and units[0].title else ""
+        section = top
         for position, unit in enumerate(units):
-            if unit.title and not _FOOTER_RE.match(unit.text):
-                section = unit.text.lstrip("#").strip()
+            if position and unit.title and not _FOOTER_RE.match(unit.text):
+                heading = unit.text.lstrip("#").strip()
+                section = f"{top} > {heading}" if top else heading
             if unit.quotable and looks_like_instruction(unit.text):
                 skipped_instructions += 1
             if _answers_something(unit):
@@ -314,8 +328,14 @@ def extract(
     held_to = sentence_floor if encode is not None else None
     exact = {p.marker for p in context.passages if p.candidate.exact_match}
     # One ranking for the whole question, and for a two-part one, one per part.
+    # A later part is embedded with the first part's subject ("how do I fix it
+    # EmbeddingProfileDrift") but its words are its own: "on its battery" wants the
+    # battery sentence, not another one about the scanner's warranty.
+    own = [question, *_own_parts(question)] if len(parts) > 1 else [question]
     rankings = [
-        _scored(found, unit_terms, heading_terms, sims[:, i], probe, floor=held_to, exact=exact)
+        _scored(
+            found, unit_terms, heading_terms, sims[:, i], probe, own[i], floor=held_to, exact=exact
+        )
         for i, probe in enumerate(probes)
     ]
     if said:
@@ -347,12 +367,14 @@ def _scored(
     heading_terms: list[set[str]],
     sims: np.ndarray,
     probe: str,
+    words_of: str,
     *,
     floor: float | None,
     exact: set[int],
 ) -> list[tuple[Quote, TextUnit | None]]:
     """The units that clear the sentence floor for ``probe``, best first."""
-    wanted = set(content_terms(probe))
+    asked = set(content_terms(probe))  # what a unit restating the probe would repeat
+    wanted = set(content_terms(words_of)) or asked
     covering = [terms | heading for terms, heading in zip(unit_terms, heading_terms, strict=True)]
     rarity = _rarity(wanted, covering)
     total = sum(rarity.values()) or 1.0
@@ -366,7 +388,7 @@ def _scored(
             continue
         if quantity and not states_quantity(quote.unit.text):
             continue  # "How much does it cost?" is not answered without a figure
-        novelty = len(terms - wanted) / len(terms) if terms else 0.0
+        novelty = len(terms - asked - wanted) / len(terms) if terms else 0.0
         coverage = sum(rarity[t] for t in wanted & covers) / total
         score = (
             float(sim) * (1 - NOVELTY_WEIGHT + NOVELTY_WEIGHT * novelty)
@@ -374,7 +396,7 @@ def _scored(
             + PASSAGE_WEIGHT * quote.passage_similarity
             + (named := row_match(probe_words, quote.unit.text) if quote.unit.kind == ROW else 0.0)
         )
-        quote = replace(quote, similarity=float(sim), score=score, named=named > 0)
+        quote = replace(quote, similarity=float(sim), score=score, named=named > 0, novelty=novelty)
         scored.append((quote, following))
     scored.sort(key=lambda item: (-item[0].score, item[0].marker, item[0].position))
     return scored
@@ -400,9 +422,11 @@ def _choose(
     ranked = list(scored)
     best = ranked[0][0]
     required: list[tuple[Quote, TextUnit | None]] = []
-    for part in parts:
+    for index, part in enumerate(parts):
         # The later part of "What is X and how do I fix it?" is most often answered
         # right after the sentence that answers the first: nearby units get a bonus.
+        if index == 0 and (part[0][0].marker, part[0][0].position) == (best.marker, best.position):
+            continue  # the best unit already answers the first part
         others = [
             (quote.score + _continuity(best, quote), quote, following)
             for quote, following in part
@@ -429,6 +453,10 @@ def _choose(
         is_required = any(quote is r[0] for r in required)
         if len(chosen) >= max_sentences:
             break
+        if chosen and not is_required and quote.novelty < RESTATES:
+            continue  # "Beacon Cloud outage on 18 July 2024" only restates the question
+        if chosen and parts and not is_required and all(c.marker != quote.marker for c in chosen):
+            continue  # each part has its answer: nothing joins from a passage not cited
         if not is_required and quote.score < JOIN_RATIO * best.score:
             break
         if best.named and quote.unit.kind == ROW and not quote.named and not is_required:

@@ -175,10 +175,31 @@ def _group(lines: list[_Line]) -> list[tuple[str, list[_Line]]]:
     return groups
 
 
+def _subtitle_marked(groups: list[tuple[str, list[_Line]]]) -> list[tuple[str, list[_Line]]]:
+    """A page's title block: "Incident report INC-2024-031" / "Beacon Cloud outage on 18
+    July 2024." / "Summary". A short one-line paragraph between the opening title line
+    and the next one is a subtitle, even with a full stop. Only for titles found by their
+    shape (PDF, plain text): under Markdown headings a one-line paragraph is an answer."""
+    shown = [i for i, (kind, _) in enumerate(groups) if kind != "blank"]
+    if len(shown) < 3:
+        return groups
+    (k0, l0), (k1, l1), (k2, _) = (groups[i] for i in shown[:3])
+    if (
+        k0 == "title"
+        and k1 == "para"
+        and k2 == "title"
+        and len(l1) == 1
+        and len(l1[0].stripped.split()) <= TITLE_MAX_WORDS
+        and not HEADING_RE.fullmatch(l0[0].stripped)
+    ):
+        groups[shown[1]] = ("title", l1)
+    return groups
+
+
 def text_units(text: str) -> list[TextUnit]:
     """The units of ``text`` in order, titles and edge fragments marked."""
     units: list[TextUnit] = []
-    for kind, lines in _group(_lines(text)):
+    for kind, lines in _subtitle_marked(_group(_lines(text))):
         if kind in ("blank", "fence"):
             continue
         start, end = lines[0].start, lines[-1].end

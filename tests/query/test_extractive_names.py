@@ -168,3 +168,28 @@ def test_the_row_named_by_the_question_is_quoted_first(tables, reader):
     run = query_answer(user=reader, request=request)
     assert run.answer.startswith("date: 2024-04-27; holiday: King's Day; offices_closed: Utrecht")
     assert "Boxing Day" not in run.answer and "Company day" not in run.answer
+
+
+def test_a_subtitle_in_a_page_title_block_is_a_title_but_not_under_markdown_headings():
+    page = "Incident report INC-7\nUpload outage on 18 July 2024.\nSummary\nFor 47 minutes uploads failed."
+    units = text_units(page)
+    assert [u.text for u in units if u.title] == [
+        "Incident report INC-7",
+        "Upload outage on 18 July 2024.",
+        "Summary",
+    ]
+    faq = "### Quotes\nQuotes are valid for 60 days.\n### Shipping\nShipping is free."
+    assert [u.text for u in text_units(faq) if not u.title] == [
+        "Quotes are valid for 60 days.",
+        "Shipping is free.",
+    ]
+
+
+def test_each_part_of_a_two_part_question_gets_its_own_sentence(scanners, reader):
+    # The second part's own words ("battery") pick its sentence, although the
+    # first part's subject (the scanner) is read with it.
+    run = _ask(
+        reader, "How long did the upload incident last, and who owns the status page action?"
+    )
+    assert "For 47 minutes" in run.answer
+    assert "Owner: Platform team." in run.answer
