@@ -98,13 +98,41 @@ def paired(
     }
 
 
+def _tagged_subset(path: Path, tags: set[str]) -> Path:
+    """The golden dataset's cases with one of ``tags``, as a YAML file of its own (same
+    name and corpus, so the corpus collection is reused and nothing is re-ingested)."""
+    import tempfile
+
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["corpus"] = [str((path.parent / c).resolve()) for c in data["corpus"]]
+    data["cases"] = [c for c in data["cases"] if tags & set(c.get("tags") or [])]
+    folder = Path(tempfile.mkdtemp(prefix="bench-corrective-"))
+    subset = folder / path.name
+    subset.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return subset
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=Path, default=ROOT / "eval/golden/dataset.yaml")
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--run", type=int, help="report on this finished run instead of a new one")
+    parser.add_argument(
+        "--profiles",
+        default=",".join(PROFILES),
+        help="comma-separated subset of " + ",".join(PROFILES),
+    )
+    parser.add_argument("--tags", default="", help="only the golden cases with one of these tags")
+    parser.add_argument("--beir", type=Path, help="a BEIR directory (SciFact, PubMedQA) instead")
+    parser.add_argument("--limit", type=int, help="the first N queries of the BEIR set")
     args = parser.parse_args()
+    profiles = tuple(p for p in args.profiles.split(",") if p)
+    unknown = set(profiles) - set(PROFILES)
+    if unknown:
+        parser.error(f"unknown profile(s) {sorted(unknown)}; known: {', '.join(PROFILES)}")
     django_setup("ragsite_bench_corrective")
 
     from django.core.management import call_command
@@ -118,14 +146,17 @@ def main() -> int:
 
         run = EvalRun.objects.get(pk=args.run)
     else:
+        dataset = args.beir or args.dataset
+        if args.tags and not args.beir:
+            dataset = _tagged_subset(args.dataset, set(args.tags.split(",")))
         run = eval_run_create(
-            dataset_path=args.dataset,
-            compare=",".join(PROFILES),
+            dataset_path=dataset,
+            compare=",".join(profiles),
             offline=True,
             k_values=[5, 10],
             depth=10,
-            beir=False,
-            limit=None,
+            beir=args.beir is not None,
+            limit=args.limit if args.beir else None,
             without_cross_encoder=True,
             retrieval_only=False,
             baseline=None,
@@ -136,8 +167,14 @@ def main() -> int:
         return 1
     results = list(EvalCaseResult.objects.filter(run=run))
     labels = sorted({r.profile for r in results})
-    label_of = {name: next(lb for lb in labels if lb.split(":")[0] == name) for name in PROFILES}
-    by_profile = {name: [r for r in results if r.profile == label_of[name]] for name in PROFILES}
+    label_of = {
+        name: next(lb for lb in labels if lb.split(":")[0] == name)
+        for name in PROFILES
+        if any(lb.split(":")[0] == name for lb in labels)
+    }
+    by_profile = {
+        name: [r for r in results if r.profile == label] for name, label in label_of.items()
+    }
 
     report: dict[str, Any] = {"run": run.pk, "profiles": {}, "targets": {}}
     for name, rows in by_profile.items():
@@ -173,15 +210,18 @@ def main() -> int:
 
     # The grader's calibration: a first verdict "incorrect" on an answerable case whose
     # first retrieval already had a relevant source in its top 5 is a wrong "incorrect".
-    balanced_hit = {r.case_id: (r.metrics.get("recall@5") or 0) > 0 for r in by_profile["balanced"]}
+    balanced_hit = {
+        r.case_id: (r.metrics.get("recall@5") or 0) > 0 for r in by_profile.get("balanced", [])
+    }
     first_verdicts = []
-    for r in by_profile["corrective"]:
+    for r in by_profile.get("corrective", []):
         evaluate = next((s for s in r.trace if s.get("stage") == "evaluate"), None)
         if evaluate is not None and not r.should_refuse:
             details = evaluate["details"]
             # "gate" with no evidence: the relevance floor had emptied the set already.
             floor = details.get("grader") == "gate" and not details.get("relevance")
-            first_verdicts.append((details.get("verdict"), balanced_hit[r.case_id] and not floor))
+            hit = balanced_hit.get(r.case_id, False)
+            first_verdicts.append((details.get("verdict"), hit and not floor))
     wrong = sum(1 for verdict, hit in first_verdicts if verdict == "incorrect" and hit)
     report["grader"] = {
         "answerable_graded": len(first_verdicts),
@@ -201,7 +241,7 @@ def main() -> int:
         }
 
     targets = report["targets"]
-    for subset, tags in SUBSETS.items():
+    for subset, tags in SUBSETS.items() if {"corrective", "balanced"} <= set(by_profile) else ():
         for metric in ("quality", "recall@5", "mrr", "expected_match"):
             targets[f"corrective-balanced {subset} {metric}"] = paired(
                 per_case("corrective", metric, tags),
@@ -211,27 +251,32 @@ def main() -> int:
             )
     means = {
         name: statistics.fmean(v for v in per_case(name, "quality", None).values() if v is not None)
-        for name in PROFILES
+        for name in by_profile
         if name != "adaptive"
     }
-    best = max(means, key=lambda n: means[n])
-    targets["best profile by quality"] = best
-    targets[f"adaptive-{best} all quality"] = paired(
-        per_case("adaptive", "quality", None),
-        per_case(best, "quality", None),
-        iterations=args.iterations,
-        seed=11,
+    best = max(means, key=lambda n: means[n]) if means and "adaptive" in by_profile else ""
+    targets["best profile by quality"] = best or "—"
+    targets[f"adaptive-{best} all quality"] = (
+        {"n": 0}
+        if not best
+        else paired(
+            per_case("adaptive", "quality", None),
+            per_case(best, "quality", None),
+            iterations=args.iterations,
+            seed=11,
+        )
     )
-    targets["adaptive latency share of best"] = report["profiles"]["adaptive"][
-        "latency_mean_ms"
-    ] / max(report["profiles"][best]["latency_mean_ms"], 1e-9)
+    if best:
+        targets["adaptive latency share of best"] = report["profiles"]["adaptive"][
+            "latency_mean_ms"
+        ] / max(report["profiles"][best]["latency_mean_ms"], 1e-9)
 
     print(f"evaluation run {run.pk}; offline, rerank.kind=none; {len(results)} case results")
     header = f"{'profile':<11}" + "".join(f"{m:>18}" for m in METRICS)
     for subset in SUBSETS:
         print(f"\n{subset}")
         print(header)
-        for name in PROFILES:
+        for name in by_profile:
             row = report["profiles"][name][subset]
             print(
                 f"{name:<11}"
@@ -241,7 +286,7 @@ def main() -> int:
                 + f"   n={row['n']}"
             )
     print("\ncost")
-    for name in PROFILES:
+    for name in by_profile:
         f = report["profiles"][name]
         print(
             f"{name:<11} model calls {f['model_calls_mean']:.2f}  steps {f['steps_mean']:.1f}  "
