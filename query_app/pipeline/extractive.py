@@ -160,8 +160,16 @@ _NUMBER_RE = re.compile(
 )
 
 
+# "What is her salary?", "What does the dock cost?": an amount is asked for by name.
+_AMOUNT_NOUN_RE = re.compile(
+    r"^\W*(?:what|which)\b.*\b(?:salary|salaries|wage|wages|price|prices|cost|costs|fee|fees|"
+    r"revenue|turnover|income|budget)\b",
+    re.IGNORECASE,
+)
+
+
 def asks_for_quantity(question: str) -> bool:
-    return bool(_QUANTITY_RE.search(question))
+    return bool(_QUANTITY_RE.search(question) or _AMOUNT_NOUN_RE.search(question))
 
 
 def states_quantity(text: str) -> bool:

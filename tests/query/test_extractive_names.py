@@ -193,3 +193,10 @@ def test_each_part_of_a_two_part_question_gets_its_own_sentence(scanners, reader
     )
     assert "For 47 minutes" in run.answer
     assert "Owner: Platform team." in run.answer
+
+
+def test_a_question_naming_an_amount_needs_a_figure(scanners, reader):
+    # The incident passage names the owner, but no salary: nothing answers this.
+    run = _ask(reader, "What is Aisha Bakker's salary?")
+    assert run.mode == "not-found"
+    assert "Aisha Bakker" not in run.answer
