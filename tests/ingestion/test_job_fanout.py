@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from collections_app.models import IngestionPart, Provenance, Source
+from collections_app.models import Collection, IngestionPart, ManifestEntry, Provenance, Source
 from collections_app.services import (
     collection_create,
     ingestion_job_claim,
@@ -26,7 +26,11 @@ from collections_app.services import (
     membership_set,
 )
 from collections_app.services.jobs import JobTiming
-from collections_app.services.jobs.fanout import ingestion_part_claim, job_split
+from collections_app.services.jobs.fanout import (
+    ingestion_part_claim,
+    ingestion_part_run,
+    job_split,
+)
 from tests.support.clients import token_client
 from tests.support.ingestion_results import (
     chunk_rows,
@@ -198,3 +202,29 @@ def test_reading_a_split_job_whose_part_lost_its_worker_queues_the_part_again(
     ingestion_jobs_drain(worker="w:2")
     job.refresh_from_db()
     assert job.status == "succeeded" and job.parts_done == 2
+
+
+def test_a_part_that_fails_as_a_whole_is_recorded_and_the_job_keeps_the_others(
+    user, collection, tmp_path, parts_of_two
+):
+    notes = notes_write(tmp_path / "notes", 4)
+    job, _ = ingestion_job_create(collection=collection, user=user, locations=notes, operator=True)
+    claimed = ingestion_job_claim(worker="w:1")
+    assert claimed is not None
+    assert job_split(claimed, worker="w:1", timing=JobTiming.from_settings())
+    first = ingestion_part_claim(worker="w:1")
+    assert first is not None
+    ingestion_part_run(first, worker="w:1")
+    # Another model is recorded for the collection before the second part runs.
+    Collection.objects.filter(pk=collection.pk).update(embedding_model="another-model")
+
+    ingestion_jobs_drain(worker="w:2")
+
+    job.refresh_from_db()
+    assert job.status == "partial"
+    assert (job.parts_done, job.parts_failed, job.sources_failed) == (1, 1, 2)
+    outcomes = {s["location"]: s for s in job.report["sources"]}
+    assert [outcomes[n]["status"] for n in notes] == ["ingested", "ingested", "failed", "failed"]
+    assert "another-model" in outcomes[notes[2]]["reason"]
+    assert any(w.startswith("part 2 failed") for w in job.report["warnings"])
+    assert ManifestEntry.objects.filter(collection=collection).count() == 2

@@ -213,11 +213,13 @@ def ingestion_part_run(part: IngestionPart, *, worker: str) -> None:
     except Exception as exc:
         logger.exception("part %s of ingestion job %s failed", part.index, job.pk)
         error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, IngestionError) else str(exc)
+        # What this attempt stored before it failed stands, like what earlier ones did.
+        stored = carried_outcomes(job, report=part.report, locations=locations)
         ingestion_part_end(
             part,
             worker=worker,
             status=IngestionPart.Status.FAILED,
-            report=part_failed_report(part, reason=error, carried=carried),
+            report=part_failed_report(part, reason=error, carried=stored),
             error=error,
         )
         return
