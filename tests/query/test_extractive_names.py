@@ -196,7 +196,7 @@ def test_each_part_of_a_two_part_question_gets_its_own_sentence(scanners, reader
 
 
 def test_a_question_naming_an_amount_needs_a_figure(scanners, reader):
-    # The incident passage names the owner, but no salary: nothing answers this.
-    run = _ask(reader, "What is Aisha Bakker's salary?")
+    # The incident passage names the team, but no salary: nothing answers this.
+    run = _ask(reader, "What is the salary of the Platform team?")
     assert run.mode == "not-found"
-    assert "Aisha Bakker" not in run.answer
+    assert "Platform team" not in run.answer
