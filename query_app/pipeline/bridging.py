@@ -23,11 +23,18 @@ from dataclasses import dataclass
 from query_app.pipeline.lexical import content_terms, content_words
 from query_app.pipeline.types import Candidate
 
-# "**Tier A, Tier B, Tier C**: internal names of ..." or "- Greyfin: the name of ..."
+# A glossary entry: "**Tier A, Tier B, Tier C**: internal names of ..." (the term in
+# bold), or "Greyfin: the name of ..." (plain, accepted only when it says it is a name:
+# "ERR-4471: the backup volume is full" answers a question, it names nothing else).
 _GLOSSARY_RE = re.compile(
-    r"^\s*(?:[-*\u2022]\s+)?(?:\*\*|__)?(?P<term>[^:*_\n]{2,80}?)(?:\*\*|__)?"
+    r"^\s*(?:[-*\u2022]\s+)?(?P<bold>\*\*|__)?(?P<term>[^:*_\n]{2,80}?)(?:\*\*|__)?"
     r"\s*[:\u2013\u2014]\s+(?P<definition>[^\n]+)",
     re.MULTILINE,
+)
+_NAMING_RE = re.compile(
+    r"\b(name|names|codename|code\s+name|alias|nickname|formerly|renamed|also\s+known|"
+    r"abbreviation|stands\s+for|refers\s+to)\b",
+    re.IGNORECASE,
 )
 # "Greyfin is the former name of Lanternfish", "The Dock means the QD-2 cradle".
 _SENTENCE_RE = re.compile(
@@ -67,6 +74,10 @@ class Bridge:
     definition: str
     probe: str
     chunk_id: str
+    # The question with what the name names after it: "the Harbor bundle (Quillmate Q3
+    # Starter Kit)"; "" when it cannot be said. Later nodes read it (as a condensed
+    # follow-up): the answer sentence about the Starter Kit then matches the question.
+    resolved: str = ""
 
 
 def _named(question: str, phrase: str) -> int | None:
@@ -100,7 +111,11 @@ def _aligned(definition: str, index: int, count: int) -> str:
 
 
 def _definitions(text: str) -> list[tuple[str, str]]:
-    found = [(m.group("term"), m.group("definition")) for m in _GLOSSARY_RE.finditer(text)]
+    found = [
+        (m.group("term"), m.group("definition"))
+        for m in _GLOSSARY_RE.finditer(text)
+        if m.group("bold") or _NAMING_RE.search(m.group("definition"))
+    ]
     found += [(m.group("term"), m.group("definition")) for m in _SENTENCE_RE.finditer(text)]
     for m in _ALIAS_RE.finditer(text):
         other = m.group("old") or m.group("aka") or ""
@@ -125,27 +140,15 @@ def _core(definition: str) -> str:
     return core.strip(" .")
 
 
-def _substituted(question: str, name: str, core: str) -> str:
-    """The question with the name replaced by what it names ("" when it cannot be)."""
+def _resolved(question: str, name: str, core: str) -> str:
+    """The question with ``core`` in brackets after the name ("" when it is not found)."""
     if not core or len(core.split()) > 10:
         return ""
-    pattern = re.compile(
-        r"(?P<article>\b(?:the|an?)\s+)?" + r"\s+".join(re.escape(w) for w in name.split()) + r"\b",
-        re.IGNORECASE,
-    )
+    pattern = re.compile(r"\s+".join(re.escape(w) for w in name.split()) + r"\b", re.IGNORECASE)
     match = pattern.search(question)
     if match is None:
         return ""
-    # "Tier B support" → "Priority support plans support": the question's next word
-    # may be in the definition already; the definition stops before it.
-    following = re.match(r"\s*(\w+)", question[match.end() :])
-    words = core.split()
-    if following:
-        lowered = [w.lower() for w in words]
-        if following.group(1).lower() in lowered[1:]:
-            words = words[: lowered.index(following.group(1).lower(), 1)]
-    article = match.group("article") or ""
-    return question[: match.start()] + article + " ".join(words) + question[match.end() :]
+    return f"{question[: match.end()]} ({core}){question[match.end() :]}"
 
 
 def bridge_find(question: str, kept: Sequence[Candidate]) -> Bridge | None:
@@ -173,12 +176,13 @@ def bridge_find(question: str, kept: Sequence[Candidate]) -> Bridge | None:
             new = list(dict.fromkeys(new))[:MAX_DEFINITION_WORDS]
             if not new:
                 continue
-            name = _LIST_SPLIT_RE.split(term.strip())[index].strip()
-            probe = _substituted(question, name, _core(definition))
             return Bridge(
                 term=term,
                 definition=definition.strip()[:200],
-                probe=probe or " ".join([*keywords, *new]),
+                probe=" ".join([*keywords, *new]),
                 chunk_id=candidate.chunk_id,
+                resolved=_resolved(
+                    question, _LIST_SPLIT_RE.split(term.strip())[index].strip(), _core(definition)
+                ),
             )
     return None

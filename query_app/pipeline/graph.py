@@ -160,7 +160,11 @@ _SINGLE = {
     ("single:transform", ANY): "single:retrieve",
     ("single:retrieve", ANY): "single:fuse",
     ("single:fuse", ANY): "single:rerank",
-    ("single:rerank", ANY): "single:assemble",
+    # A cheap offline check: evidence defining a term of the question (bridging.py)
+    # leaves the single shot for the iterative path's bridge hop.
+    ("single:rerank", ANY): "single:evaluate",
+    ("single:evaluate", "bridge"): "rewrite",
+    ("single:evaluate", ANY): "single:assemble",
     ("single:assemble", ANY): "single:generate",
     ("single:generate", ANY): "single:groundedness",
     ("single:groundedness", ANY): END,
@@ -179,6 +183,7 @@ GRAPHS.add(
                     "retrieve",
                     "fuse",
                     "rerank",
+                    "evaluate",
                     "assemble",
                     "generate",
                     "groundedness",

@@ -78,8 +78,9 @@ def test_a_glossary_definition_bridges_to_the_document_that_answers(glossary_kb,
     assert first["bridge"]["term"].startswith("Tier A")
     rewrite = steps(run, "rewrite")[0]["details"]
     assert rewrite["source"] == "bridge"
-    # The probe is the question with the name replaced by what it names.
-    assert rewrite["probe"] == "During which hours is Priority support available?"
+    # The probe: the question's keywords and the definition's words, aligned with the
+    # list (Tier B is the second name, Priority the second plan).
+    assert "priority" in rewrite["probe"] and "critical" not in rewrite["probe"]
     assert rewrite["because"] == "a bridge hop"
     # One hop only, and no low-confidence flag: the budget was not exhausted.
     assert len(steps(run, "rewrite")) == 1
@@ -94,3 +95,19 @@ def test_a_question_without_a_defined_term_takes_no_bridge(glossary_kb, reader):
     assert all("bridge" not in s["details"] for s in steps(run, "evaluate"))
     assert all(s["details"]["source"] != "bridge" for s in steps(run, "rewrite"))
     assert "two business days" in run.answer
+
+
+def test_adaptive_leaves_the_single_shot_for_a_bridge_hop(glossary_kb, reader):
+    run = ask(reader, "During which hours is Tier B support available?", profile="adaptive")
+    path = [s["node"] for s in run.trace]
+    assert steps(run, "route")[0]["details"]["route"] == "single"
+    assert path.index("single:evaluate") < path.index("rewrite")
+    assert steps(run, "single:evaluate")[0]["details"]["outcome"] == "bridge"
+    assert steps(run, "rewrite")[0]["details"]["source"] == "bridge"
+    assert "07:00" in run.answer
+
+    plain = ask(reader, "How fast do orders ship from the warehouse in Rotterdam?", "adaptive")
+    plain_path = [s["node"] for s in plain.trace]
+    # No bridge: the single shot goes on, with one offline check and no model call.
+    assert "rewrite" not in plain_path and "single:assemble" in plain_path
+    assert plain.model_calls == 0

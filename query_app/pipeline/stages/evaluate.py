@@ -51,8 +51,10 @@ class EvaluateStage(Stage):
                 else f"score gate: top cosine is clearly {'strong' if gated == 'correct' else 'weak'}"
             )
         else:
-            chat = state.chat if o.grader != "offline" else None
-            if o.grader == "llm" and chat is None:
+            # The adaptive single shot only checks for a bridge: never a model call there.
+            single = self.node.startswith("single:")
+            chat = state.chat if o.grader != "offline" and not single else None
+            if o.grader == "llm" and chat is None and not single:
                 step.warn("grader 'llm' asked for but no chat model is configured; graded offline")
             result = grade(question, kept, chat=chat, upper=o.upper, lower=o.lower)
         step.warnings += result.warnings
@@ -75,12 +77,13 @@ class EvaluateStage(Stage):
             else None
         )
         if bridge is not None:
-            notes.update(bridged=True, bridge_probe=bridge.probe)
+            notes.update(bridged=True, bridge_probe=bridge.probe, bridge_resolved=bridge.resolved)
             outcome = "bridge" if result.verdict != "incorrect" else outcome
             step.details["bridge"] = {
                 "term": bridge.term,
                 "definition": bridge.definition,
                 "probe": bridge.probe,
+                "resolved": bridge.resolved,
                 "chunk_id": bridge.chunk_id,
             }
         step.details.update(

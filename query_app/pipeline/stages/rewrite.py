@@ -56,8 +56,16 @@ class RewriteStage(Stage):
                 "model_calls": state.chat_calls - calls_before,
             }
         )
+        # A bridge also names what the question's term is for the nodes after it (the
+        # answer is about the Starter Kit the Harbor bundle is): like a condensed follow-up.
+        resolved = (
+            str(state.notes.get("bridge_resolved") or "") if judged.source == "bridge" else ""
+        )
+        if resolved:
+            step.details["resolved"] = resolved
         # A new answer is made from the new evidence.
         return state.with_(
+            standalone=resolved or state.standalone,
             probes=(question, probe),
             probe_kind="fusion",
             generation=None,
