@@ -240,9 +240,13 @@ def _extractive(
     if request.unknown_names:
         # Quoting the passages about "Q3" for a question about "Q5" would mislead.
         names = list(request.unknown_names)
-        details = {"generator": "extractive", "cited": [], "unknown_names": names}
-        details["reason"] = "the question names what the collection never mentions"
-        return (yield from _not_found(details, warnings, unknown_names_answer(names)))
+        declined: dict[str, Any] = {
+            "generator": "extractive",
+            "cited": [],
+            "unknown_names": names,
+            "reason": "the question names what the collection never mentions",
+        }
+        return (yield from _not_found(declined, warnings, unknown_names_answer(names)))
     found = extract(
         request.question,
         request.context,
