@@ -197,7 +197,8 @@ class Chunk(models.Model):
         max_length=10, choices=Kind.choices, default=Kind.PASSAGE, db_default=Kind.PASSAGE
     )
     # A summary's member passages (chunk ids, document order); empty for a passage.
-    members = models.JSONField(default=list, blank=True)
+    # db_default: rows written by raw SQL (benchmarks, tests) are passages.
+    members = models.JSONField(default=list, blank=True, db_default=[])
     # No fixed dimension: each collection gets its own partial HNSW index over
     # embedding::vector(d) (collections_app.search_index.ddl), so collections of
     # different dimensions all stay index-backed.
