@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from query_app.chat import ChatClient, ChatError
-from query_app.pipeline.extractive import question_parts
 from query_app.pipeline.lexical import content_terms, content_words, words
 from query_app.pipeline.prompts import data_block
+from query_app.pipeline.question import question_parts
 from query_app.pipeline.types import Candidate
 
 TRIAGE_LABELS = ("chit-chat", "unsafe", "simple", "complex")

@@ -1,0 +1,102 @@
+"""What a question asks: its parts, and whether its answer must be a figure.
+
+"What does EmbeddingProfileDrift mean and how do I fix it?" asks two things; a
+later part borrows the first part's subject words to be searched, but is judged
+by its own words. "How long …", "What is her salary?" ask for a quantity: a
+sentence without a number (digits or a number word) cannot answer them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# "… and how do I fix it?", ", and on its battery?", ", and what is each one for?"
+_PART_SPLIT_RE = re.compile(
+    r"(?:,\s*|\s+)and\s+(?=(?:what|how|which|who|whom|when|where|why|is|are|was|were|does|do|"
+    r"did|can|could|should|on|in|for|its|their)\b)|,\s+(?=(?:what|how|which|who|when|where|why)\b)",
+    re.IGNORECASE,
+)
+_QUESTION_WORDS = frozenset(
+    [
+        "how",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "is",
+        "are",
+        "was",
+        "were",
+        "does",
+        "do",
+        "did",
+        "can",
+        "could",
+        "should",
+        "the",
+        "a",
+        "an",
+        "of",
+        "long",
+        "much",
+        "many",
+    ]
+)
+
+
+# Questions whose answer is a quantity, a duration, a date or a time: a sentence
+# without a number (digits or a number word) cannot answer them.
+_QUANTITY_RE = re.compile(
+    r"^\W*(?:how (?:much|many|long|often|old|far|big|large|fast|quickly|high|heavy|wide|soon)|"
+    r"when (?:is|was|will|are|were|did|does \w+ (?:start|end|open|close|expire))|what time|"
+    r"what (?:year|date|day|price)|in which year|which (?:year|date|day|port))\b",
+    re.IGNORECASE,
+)
+_NUMBER_RE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|dozen|once|twice|daily|weekly|monthly|yearly|"
+    r"annually|hourly|nightly|january|february|march|april|may|june|july|august|september|"
+    r"october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"midnight|noon|free)\b",
+    re.IGNORECASE,
+)
+
+
+# "What is her salary?", "What does the dock cost?": an amount is asked for by name.
+_AMOUNT_NOUN_RE = re.compile(
+    r"^\W*(?:what|which)\b.*\b(?:salary|salaries|wage|wages|price|prices|cost|costs|fee|fees|"
+    r"revenue|turnover|income|budget)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_quantity(question: str) -> bool:
+    return bool(_QUANTITY_RE.search(question) or _AMOUNT_NOUN_RE.search(question))
+
+
+def states_quantity(text: str) -> bool:
+    return bool(_NUMBER_RE.search(text))
+
+
+def question_parts(question: str) -> list[str]:
+    """The sub-questions of a question that asks two things ("What is X and how do I fix it?").
+
+    A later part borrows the first part's subject words, so "how do I fix it"
+    is searched as "how do I fix it EmbeddingProfileDrift".
+    """
+    parts = [p.strip(" ?,;") for p in _PART_SPLIT_RE.split(question) if p.strip(" ?,;")]
+    if len(parts) < 2:
+        return [question]
+    subject = " ".join(
+        w for w in re.findall(r"[\w.\-]+", parts[0]) if w.lower() not in _QUESTION_WORDS
+    )
+    return [parts[0], *(f"{part} {subject}" for part in parts[1:3])]
+
+
+def own_parts(question: str) -> list[str]:
+    """The parts of a multi-part question as asked, without the borrowed subject."""
+    parts = [p.strip(" ?,;") for p in _PART_SPLIT_RE.split(question) if p.strip(" ?,;")]
+    return parts[:3]
