@@ -16,7 +16,9 @@ A second pass sends every operation without credentials: each answers 401 (or
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import hypothesis
@@ -38,25 +40,11 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_chat_model")]
 SEED = 15
 MAX_EXAMPLES = 6
 
-# Operations whose valid-looking requests can still be refused with a 400, because
-# the rule is one a schema cannot state (each refusal names its reason):
-REFUSED_BY_RULES_OUTSIDE_THE_SCHEMA = {
-    # wrong credentials: the token endpoint's answer to a login that fails
-    "POST /api/auth/token",
-    # a taken slug is answered like a malformed one, so slugs cannot be probed
-    "POST /api/collections",
-    # an unknown or inactive username is refused alike (no probing of usernames)
-    "POST /api/collections/{slug}/members",
-    # each file is checked on its content (kind, size); a multipart part without a
-    # file name is a form field, not a file
-    "POST /api/collections/{slug}/sources/upload",
-    # each location is checked on its own (scheme, address, the fetcher's rules)
-    "POST /api/collections/{slug}/sources/locations",
-    # options that hold across options (corrective.lower <= upper), that only
-    # administrators may set, or that need a model this deployment lacks
-    "POST /api/collections/{slug}/query",
-    "POST /api/collections/{slug}/retrieve",
-}
+# The project's Schemathesis settings (NUL-free strings; the operations whose valid-looking
+# requests a rule outside the schema can refuse with a 400, each with its reason).
+PROJECT_CONFIG = tomllib.loads(
+    (Path(__file__).resolve().parents[2] / "schemathesis.toml").read_text()
+)
 
 
 def _config(ids: dict[str, Any], **more: Any) -> schemathesis.Config:
@@ -77,26 +65,15 @@ def _config(ids: dict[str, Any], **more: Any) -> schemathesis.Config:
         operation("GET", f"{collection}/quarantine/{{id}}", id=ids["held"][0]),
         operation("GET", f"{collection}/jobs/{{id}}", id=ids["job"]),
         operation("GET", "/api/query-runs/{id}", id=ids["run"]),
-        *(
-            {
-                "include-name": name,
-                "checks": {
-                    "positive_data_acceptance": {
-                        "expected-statuses": ["2xx", "400", "401", "403", "404", "409", "429"]
-                    }
-                },
-            }
-            for name in REFUSED_BY_RULES_OUTSIDE_THE_SCHEMA
-        ),
+        *PROJECT_CONFIG["operations"],
     ]
     return schemathesis.Config.from_dict(
         {
             "seed": SEED,
             "generation": {
+                **PROJECT_CONFIG["generation"],
                 "max-examples": MAX_EXAMPLES,
                 "deterministic": True,
-                # PostgreSQL text cannot hold NUL; every string field refuses it (400).
-                "allow-x00": False,
             },
             "parameters": {"slug": "docs", "id": ids["source"]},
             "operations": operations,
