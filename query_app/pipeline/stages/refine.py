@@ -3,7 +3,7 @@
 Chunks the grader scored below 0.5 and below half the best chunk's relevance
 are dropped (never the best one; none for a retrieval-only ranking), and each
 remaining chunk is narrowed to the span from its first to its last sentence that
-shares a word with the question (offsets follow, so citations still point at the
+shares a word with the question (a matching heading brings its section) (offsets follow, so citations still point at the
 exact text). The working set is never emptied.
 """
 
@@ -26,10 +26,17 @@ def narrow(candidate: Candidate, wanted: set[str]) -> Candidate:
     if candidate.char_end - candidate.char_start != len(text):
         return candidate
     sentences = split_sentences(text)
-    relevant = [s for s in sentences if wanted & set(content_terms(s.text))]
+    relevant = [i for i, s in enumerate(sentences) if wanted & set(content_terms(s.text))]
     if not relevant:
         return candidate
-    start, end = relevant[0].start, relevant[-1].end
+    # A heading that matches ("Chunking strategies" for "How are chunk sizes counted?")
+    # is about what follows it: the span runs to the end of its section, so a narrowed
+    # passage is never a title alone (the one-line answer it made).
+    last = relevant[-1]
+    if sentences[last].title:
+        while last + 1 < len(sentences) and not sentences[last + 1].title:
+            last += 1
+    start, end = sentences[relevant[0]].start, sentences[last].end
     if start == 0 and end >= len(text.rstrip()):
         return candidate
     return dataclasses.replace(
