@@ -40,18 +40,19 @@ class RetrievalOptions:
     # Candidates per probe; None means "as many as rerank.top_n" (the fast cascade).
     candidate_k: int | None = None
     rrf_k: int = 60
-    # How hybrid fuses its two legs: "rrf" (equal weights, Σ 1/(k + rank)) or
-    # "evidence" (weighted RRF: each keyword hit counts keyword_weight x its
-    # IDF-weighted coverage of the question, so a keyword leg matching only
-    # common or few of the question's words cannot push the vector leg's
-    # answers down).
-    fusion: str = "rrf"
+    # How hybrid fuses its two legs: "adaptive" (weighted RRF whose keyword
+    # weight is keyword_weight x the keyword leg's evidence for the question: the
+    # best IDF-weighted coverage of its words among the first keyword hits),
+    # "rrf" (equal weights, Σ 1/(k + rank)) or "evidence" (each keyword hit
+    # counts keyword_weight x its own coverage, which favours long chunks).
+    fusion: str = "adaptive"
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
     # At most this many chunks of one document among a probe's candidates
     # (0 = no limit). The legs then read ``per_document_pool`` times deeper so
-    # that one long document's many chunks cannot crowd the others out.
-    per_document: int = 0
+    # that one long document's many chunks cannot crowd the others out: with 2,
+    # any top-n of 20 or more holds the 10 best documents.
+    per_document: int = 2
     per_document_pool: int = 4
     # A retrieved summary-tree node is replaced by up to this many of its member
     # passages, the nearest to the probe (query_app/pipeline/summary_nodes.py).

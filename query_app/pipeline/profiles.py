@@ -48,8 +48,9 @@ def _unknown_profile(name: str, known: list[str]) -> UnknownProfile:
 PLANNED_PROFILES: tuple[str, ...] = ()
 
 PROFILES: Registry[Profile] = Registry("profile", unknown=_unknown_profile)
-# Vector only, CandidateK = TopN, no rerank: needs nothing but the embedder.
-PROFILES.add("fast", Profile())
+# Hybrid (fused by the keyword leg's evidence), CandidateK = TopN, no rerank: needs
+# nothing but the embedder (docs/answering.md, "Retrieval quality").
+PROFILES.add("fast", Profile({"retrieval": {"mode": "hybrid"}}))
 PROFILES.add(
     "balanced",
     Profile(

@@ -16,10 +16,11 @@ from query_app.pipeline.options import QueryLimits
 from query_app.pipeline.profiles import options_resolve, profile_options
 
 
-def test_fast_is_the_default_profile_vector_only_without_rerank(rag_settings):
+def test_fast_is_the_default_profile_hybrid_by_evidence_without_rerank(rag_settings):
     name, options = options_resolve()
     assert name == "fast"
-    assert options.retrieval.mode == "vector"
+    assert (options.retrieval.mode, options.retrieval.fusion) == ("hybrid", "adaptive")
+    assert options.retrieval.per_document == 2
     assert options.rerank.kind == "none"
     assert options.candidate_k == options.rerank.top_n
     assert options.groundedness.enabled is False

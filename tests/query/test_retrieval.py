@@ -31,7 +31,11 @@ def _retrieve(user, question, *, mode, k=3):
         request=QueryRequest(
             collection="kb",
             question=question,
-            overrides={"retrieval": {"mode": mode, "candidate_k": k}, "rerank": {"top_n": k}},
+            # per_document 0: each leg reads exactly k chunks (no deeper pool).
+            overrides={
+                "retrieval": {"mode": mode, "candidate_k": k, "per_document": 0},
+                "rerank": {"top_n": k},
+            },
         ),
     )
     return run
@@ -77,7 +81,7 @@ def test_hybrid_finds_both_and_each_candidate_keeps_its_leg_ranks(kb, reader):
         request=QueryRequest(
             collection="kb",
             question=CODE_QUESTION,
-            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3}},
+            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3, "per_document": 0}},
             top_n=3,
             retrieval_only=True,
         ),
@@ -110,7 +114,15 @@ def test_rrf_k_is_configurable(kb, reader):
         request=QueryRequest(
             collection="kb",
             question=CODE_QUESTION,
-            overrides={"retrieval": {"mode": "hybrid", "candidate_k": 3, "rrf_k": 1}},
+            overrides={
+                "retrieval": {
+                    "mode": "hybrid",
+                    "candidate_k": 3,
+                    "rrf_k": 1,
+                    "fusion": "rrf",
+                    "per_document": 0,
+                }
+            },
             top_n=3,
         ),
     )
@@ -187,10 +199,10 @@ def test_adaptive_fusion_weighs_the_keyword_leg_by_its_evidence_for_the_question
 
     paraphrase = _adaptive(reader, PARAPHRASE_QUESTION)
     fusion = _step(paraphrase, "retrieve")["details"]["per_probe"][0]["fusion"]
-    # No keyword hit holds the question's rarer words: the keyword leg weighs less
-    # (evidence squared) and the vector leg's answer stays first.
+    # No keyword hit holds all of the question's words: the keyword leg weighs
+    # its evidence, and the vector leg's answer stays first.
     assert 0.0 <= fusion["keyword_evidence"] < 1.0
-    assert fusion["weights"]["keyword"] == pytest.approx(fusion["keyword_evidence"] ** 2, abs=1e-3)
+    assert fusion["weights"]["keyword"] == pytest.approx(fusion["keyword_evidence"], abs=1e-3)
     assert _sources(paraphrase)[0].startswith("Customers can request a refund")
 
 
