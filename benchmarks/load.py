@@ -31,7 +31,7 @@ got is stored (one QueryRun each). ``--profile FILE`` samples the web workers
 with py-spy during the first scenario and prints where their CPU went.
 
 Measured on a 2-core machine without GPU, shared with other work: see README
-("Faults and load").
+("Benchmarks"). ``--profile`` needs py-spy (requirements-dev.txt).
 """
 
 from __future__ import annotations
@@ -172,7 +172,9 @@ def main() -> None:
 
         # The web server has stopped (and flushed whatever it held): every answer is stored.
         stored = QueryRun.objects.filter(collection__slug="load").count() - 1  # minus _ready's
-        print(f"stored runs: {stored} of {answered} answers")
+        # At least one per answer received; a request the client gave up on is
+        # still answered and stored by the site.
+        print(f"stored runs: {stored} for {answered} answers received (none may be missing)")
     finally:
         from ragsite.embedded_db import embedded_server_stop
 
@@ -465,14 +467,12 @@ def _spy(gunicorn: subprocess.Popen[bytes], out: Path) -> subprocess.Popen[bytes
 # Where a request's time goes, by the first frame of the stack that matches
 # (checked in this order; the frames are py-spy's "function (file:line)").
 PROFILE_PARTS = [
-    ("question embedding (retrieve)", ("execute (query_app/pipeline/stages/retrieve.py",)),
+    # The model, for questions and candidate sentences alike (a micro-batch run by
+    # one request's thread may hold other requests' texts).
+    ("model encoding (questions, sentences)", ("(collections_app/embedding", "MicroBatcher.")),
     ("SQL: vector, keyword, hydration", ("retrieve_probe (", "retrieval_cache_candidates")),
-    (
-        "sentence embedding (extractive)",
-        ("_VectorCache.encode", "encode (query_app/pipeline/extractive"),
-    ),
     ("sentence splitting and scoring", ("extract (", "align_spans (", "text_units (")),
-    ("QueryRun write", ("_run_save (", "runs_write (", "_flush (")),
+    ("QueryRun write", ("_run_save (", "run_store (", "RunWriter.")),
     ("query prepare (permission, options)", ("_query_prepare (",)),
     ("other pipeline stages", ("pipeline_run (",)),
     ("JSON rendering", ("render (rest_framework/renderers.py", "run_payload (")),

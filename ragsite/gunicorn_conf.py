@@ -4,9 +4,9 @@ One worker process per CPU core the process may use: an answer is mostly
 Python (one core per process, whatever its threads) plus short model calls and
 SQL. Each worker runs ``RAGSITE_WEB_THREADS`` threads, enough to keep its core
 busy while some wait on PostgreSQL; each thread keeps one database connection
-(``RAGSITE_DB_CONN_MAX_AGE``), plus one for the worker's run writer. Measured
-on 2 cores with 20 concurrent askers (``benchmarks/load.py``): see README
-("Faults and load").
+(``RAGSITE_DB_CONN_MAX_AGE``), plus one for the worker's run writer. On 2
+cores that is the 2 x 4 measured by ``benchmarks/load.py`` (README,
+"Benchmarks"); other sizes were not compared there.
 """
 
 from __future__ import annotations
