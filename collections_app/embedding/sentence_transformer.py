@@ -98,7 +98,12 @@ class SentenceTransformerEmbedder:
         # Content tokens the model reads: its sequence length minus [CLS]/[SEP].
         self.max_tokens = int(self._model.max_seq_length) - 2
         self.tokenizer = self._model.tokenizer
-        self._tokens = rust_tokenizer(self.tokenizer, max_length=int(self._model.max_seq_length))
+        # A model without a Rust (fast) tokenizer is encoded by the library as it is.
+        self._tokens = (
+            rust_tokenizer(self.tokenizer, max_length=int(self._model.max_seq_length))
+            if getattr(self.tokenizer, "is_fast", False)
+            else None
+        )
         self._pad_id = int(self.tokenizer.pad_token_id or 0)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -106,6 +111,15 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.profile.dimensions), dtype=np.float32)
         with self._lock, _threads_for(len(texts), cuda=self.cuda):
+            if self._tokens is None:
+                vectors = self._model.encode(
+                    list(texts),
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                return np.asarray(vectors, dtype=np.float32)
             batches = self.batches(texts)
             if self.parallel_tokenize:
                 batches = prefetched(batches, depth=4)
