@@ -13,7 +13,8 @@ for the collection) and the ingestion and ranking times.
 
 Usage:
   .venv/bin/python benchmarks/retrieval_quality.py \
-      [--datasets scifact,pubmedqa,pubmedqa_faq] [--compare fast,fast:retrieval.mode=hybrid] \
+      [--datasets scifact,pubmedqa,pubmedqa_faq,scifact_sample] \
+      [--compare fast,fast:retrieval.mode=vector+retrieval.per_document=0] \
       [--limit N] [--depth N]
 Runs in its own database (``RAGSITE_DB_NAME``, default ragsite_retrieval_lab).
 """
@@ -38,7 +39,10 @@ DATASETS = {
     # embedding all 5,183 abstracts is too slow; compare systems on it, not to published figures.
     "scifact_sample": ROOT / "var" / "eval" / "scifact_sample",
 }
-DEFAULT_COMPARE = "fast,fast:retrieval.mode=keyword,fast:retrieval.mode=hybrid"
+# The default (hybrid, fused by the keyword leg's evidence), each leg alone, and equal-weight RRF.
+DEFAULT_COMPARE = (
+    "fast,fast:retrieval.mode=vector,fast:retrieval.mode=keyword,fast:retrieval.fusion=rrf"
+)
 METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr")
 
 
@@ -141,7 +145,11 @@ def plain_baseline(path: Path, *, words: int = 200, overlap: int = 50) -> tuple[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--datasets", default=",".join(DATASETS), help="names or BEIR dirs")
+    parser.add_argument(
+        "--datasets",
+        default="scifact,pubmedqa,pubmedqa_faq",
+        help=f"names ({', '.join(DATASETS)}) or BEIR dirs",
+    )
     parser.add_argument("--compare", default=DEFAULT_COMPARE, help="profiles / option sets")
     parser.add_argument("--limit", type=int, default=None, help="first N judged queries")
     parser.add_argument("--depth", type=int, default=300, help="chunks of each ranking scored")

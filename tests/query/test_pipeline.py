@@ -24,8 +24,8 @@ def test_every_stage_appends_one_trace_step_in_order(kb, reader):
     assert step(run, "groundedness")["details"]["reason"] == "disabled by the profile"
     retrieve = step(run, "retrieve")["details"]
     assert (retrieve["mode"], retrieve["legs"], retrieve["candidate_k"]) == (
-        "vector",
-        ["vector"],
+        "hybrid",
+        ["vector", "keyword"],
         5,
     )
     rerank = step(run, "rerank")["details"]

@@ -65,7 +65,7 @@ def test_an_answer_has_linked_markers_sources_and_a_trace(alice, ingested):
     for stage in ("transform", "retrieve", "fuse", "rerank", "assemble", "generate"):
         assert f'<details class="stage-{stage}">' in page
     retrieve = page.split('<details class="stage-retrieve">')[1].split("</details>")[0]
-    assert "candidates" in retrieve and "mode vector" in retrieve
+    assert "candidates" in retrieve and "mode hybrid" in retrieve
 
 
 def test_htmx_asks_get_only_the_answer_fragment(alice, ingested):
@@ -108,7 +108,7 @@ def test_the_profile_picker_says_what_each_profile_runs_here(alice, collection, 
     rag_set("query.rerank.model", "")
     page = html.unescape(alice.get("/ask/?collection=handbook").content.decode())
 
-    assert '<option value="fast" selected>fast — vector search</option>' in page
+    assert '<option value="fast" selected>fast — hybrid search</option>' in page
     assert (
         '<option value="balanced">balanced — hybrid search; '
         "cross-encoder reranker not configured, skipped</option>"
@@ -147,7 +147,7 @@ def test_the_profile_picker_marks_a_required_missing_reranker_unavailable(
     page = html.unescape(alice.get("/ask/?collection=handbook").content.decode())
 
     assert '<option value="balanced">balanced — not available here: the cross-encoder' in page
-    assert '<option value="fast" selected>fast — vector search</option>' in page
+    assert '<option value="fast" selected>fast — hybrid search</option>' in page
 
 
 def test_balanced_on_a_fresh_install_answers_and_warns_that_it_skipped_the_reranker(
