@@ -286,7 +286,8 @@ def run_store(
     """Store ``run`` as the next turn of ``conversation``; a user's lone run starts one.
 
     ``later``: ids and times are set now and the rows written by ``writer``'s
-    thread (this process's writer unless given).
+    thread (this process's writer unless given), unless the caller is inside a
+    transaction.
     """
     run.created_at = timezone.now()
     new = None
@@ -298,7 +299,9 @@ def run_store(
             created_at=run.created_at,
             updated_at=run.created_at,
         )
-    if not later:
+    # A caller inside a transaction writes in it: the writer thread's own
+    # connection could not see the rows the run refers to before it commits.
+    if not later or connection.in_atomic_block:
         with transaction.atomic():
             if new is not None:
                 new.save()

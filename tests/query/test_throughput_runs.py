@@ -205,3 +205,17 @@ print(json.dumps({{"ids": ids, "pending": run_writer().pending()}}))
     assert result["pending"] == 3  # all three were still queued at exit
     stored = QueryRun.objects.filter(pk__in=result["ids"])
     assert sorted(stored.values_list("question", flat=True)) == sorted(QUESTIONS)
+
+
+def test_a_caller_inside_a_transaction_stores_its_run_in_it(shared_kb, reader):
+    from django.db import transaction
+
+    with transaction.atomic():
+        run = query_answer(
+            user=reader,
+            request=QueryRequest(collection="kb", question=REFUND_QUESTION),
+            store_later=True,
+        )
+        # Seen at once in the caller's transaction; the writer thread never had it.
+        assert _stored(run).answer == run.answer
+        assert not run_writer().holds(run.pk)
