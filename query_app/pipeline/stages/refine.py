@@ -67,7 +67,10 @@ class RefineStage(Stage):
                 c for c in kept if relevance.get(c.chunk_id, 1.0) >= min(KEEP_RELEVANCE, top * 0.5)
             ] or [max(kept, key=lambda c: relevance.get(c.chunk_id, 0.0))]
         wanted = set(content_terms(state.answer_question))
-        narrowed = [narrow(c, wanted) for c in chosen]
+        # The best passage stays whole: a misspelt or paraphrased question shares few
+        # words with the very sentence that answers it, which narrowing would cut off.
+        best = max(chosen, key=lambda c: relevance.get(c.chunk_id, 0.0)).chunk_id
+        narrowed = [c if c.chunk_id == best else narrow(c, wanted) for c in chosen]
         chars_before = sum(len(c.text) for c in chosen)
         chars_after = sum(len(c.text) for c in narrowed)
         step.details.update(
