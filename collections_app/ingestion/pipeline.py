@@ -514,6 +514,7 @@ class IngestionRun:
             for key, value in update.items():
                 setattr(self.collection, key, value)
             self.collection.save(update_fields=[*update, "updated_at"])
+        self._summary_tree()
         self.collection.refresh_from_db(fields=["index_version"])
         if self._changed or self.reindex:
             if self.reindex:
@@ -524,20 +525,9 @@ class IngestionRun:
             )
             # Skipped when a concurrent run's refresh already covered this run's changes.
             collection_term_stats_refresh(collection=self.collection, covering=self._version)
-        self._summary_tree()
             if self.report.chunks_written >= storage.ANALYZE_AFTER_CHUNKS:
                 storage.chunk_statistics_refresh()
         self.report.index_version = self.collection.index_version
-
-    def _drop_stale_dimensions(self) -> None:
-        removed = chunks_drop_other_dimensions(
-            collection=self.collection, dimensions=int(self.profile["dimensions"])
-        )
-        if removed:
-            self.report.warnings.append(
-                f"{removed} source(s) could not be re-embedded with the new model and "
-                "were removed from the index until they are ingested again"
-            )
 
     def _summary_tree(self) -> None:
         """The run's last step: the summary tree follows the passages (built, rebuilt, removed)."""
@@ -556,6 +546,16 @@ class IngestionRun:
         if tree.changed:
             self.report.summary_tree = tree.as_dict()
             self._index_changed()
+
+    def _drop_stale_dimensions(self) -> None:
+        removed = chunks_drop_other_dimensions(
+            collection=self.collection, dimensions=int(self.profile["dimensions"])
+        )
+        if removed:
+            self.report.warnings.append(
+                f"{removed} source(s) could not be re-embedded with the new model and "
+                "were removed from the index until they are ingested again"
+            )
 
     # --- helpers ------------------------------------------------------------------------
     def _stage(self, name: str) -> _StageTimer:
