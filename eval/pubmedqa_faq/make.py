@@ -68,8 +68,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE)
     args = parser.parse_args()
     counts = build(args.source, args.out)
-    print(f"{args.out}: {counts['long']} long + {counts['short']} short documents, "
-          f"{counts['queries']} queries")
+    print(
+        f"{args.out}: {counts['long']} long + {counts['short']} short documents, "
+        f"{counts['queries']} queries"
+    )
 
 
 if __name__ == "__main__":
