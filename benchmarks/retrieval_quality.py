@@ -11,11 +11,18 @@ Prints per dataset and system: nDCG@10, recall@10, recall@100 and MRR with
 95% bootstrap intervals, the index size (chunks, and bytes of the chunk table
 for the collection) and the ingestion and ranking times.
 
+``--grid chunk`` runs the chunk size and overlap study instead: every dataset
+once per chunk setting (``--chunks``, tokens/overlap in the embedding model's
+tokens; default 200/0, 200/50, 128/0, 128/32, 256/0, 256/64), each setting in a
+collection of its own (``eval-<dataset>-c<tokens>-o<overlap>-test``, so each index
+is built once and kept), ranked by ``--compare`` (default: ``fast``), with each
+setting's paired nDCG@10 difference to the first one.
+
 Usage:
   .venv/bin/python benchmarks/retrieval_quality.py \
       [--datasets scifact,pubmedqa,pubmedqa_faq,scifact_sample] \
       [--compare fast,fast:retrieval.mode=vector+retrieval.per_document=0] \
-      [--limit N] [--depth N]
+      [--limit N] [--depth N] [--grid chunk [--chunks 200/0,128/24]]
 Runs in its own database (``RAGSITE_DB_NAME``, default ragsite_retrieval_lab).
 """
 
@@ -44,6 +51,11 @@ DEFAULT_COMPARE = (
     "fast,fast:retrieval.mode=vector,fast:retrieval.mode=keyword,fast:retrieval.fusion=rrf"
 )
 METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr")
+# The chunk study's settings (tokens, overlap tokens): the shipped default first, then
+# all-MiniLM-L6-v2's window (256 wordpieces, 254 after [CLS]/[SEP]) and a smaller
+# budget, each without and with a quarter of the budget repeated (the overlap repeats
+# whole sentences: one longer than the overlap budget is not repeated at all).
+CHUNK_GRID = ((200, 0), (200, 50), (128, 0), (128, 32), (256, 0), (256, 64))
 
 
 def _cell(entry: dict[str, Any] | None) -> str:
@@ -143,6 +155,75 @@ def plain_baseline(path: Path, *, words: int = 200, overlap: int = 50) -> tuple[
     return cells, rate
 
 
+def chunk_settings_parse(text: str) -> list[tuple[int, int]]:
+    """``"200/0,128/24"`` as [(200, 0), (128, 24)]: chunk tokens / overlap tokens."""
+    settings: list[tuple[int, int]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        tokens, _, overlap = item.partition("/")
+        try:
+            pair = (int(tokens), int(overlap or 0))
+        except ValueError:
+            raise ValueError(f"chunk setting {item!r} is not TOKENS/OVERLAP") from None
+        if pair[0] < 1 or not 0 <= pair[1] < pair[0]:
+            raise ValueError(f"chunk setting {item!r}: need 0 <= overlap < tokens")
+        settings.append(pair)
+    if not settings:
+        raise ValueError("no chunk setting given")
+    return settings
+
+
+def chunk_variant(path: Path, *, tokens: int, overlap: int) -> Path:
+    """The BEIR directory ``path`` as ingested with chunks of ``tokens`` (``overlap`` repeated).
+
+    The collection default is ``path`` itself (its usual collection). Any other
+    setting is a directory under the var folder linking to the dataset's files, so
+    the harness names it, and so its collection, after the setting
+    (``eval-<name>-c<tokens>-o<overlap>-test``); that collection is created here
+    with the setting as its chunking options before the harness ingests it.
+    """
+    from django.conf import settings
+
+    from eval_app.datasets import beir_load
+    from eval_app.harness.corpus_ingest import eval_collection_get_or_create
+
+    defaults = settings.RAG["ingestion"]
+    if (tokens, overlap) == (defaults["chunk_tokens"], defaults["chunk_overlap_tokens"]):
+        return path
+    name = f"{path.resolve().name}-c{tokens}-o{overlap}"
+    variant = Path(settings.VAR_DIR) / "eval" / "chunk_grid" / name
+    for relative in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        link = variant / relative
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to((path / relative).resolve())
+    dataset = beir_load(variant, check_corpus=False)
+    collection = eval_collection_get_or_create(
+        dataset_name=dataset.name,
+        description=f"{dataset.description}, chunks of {tokens} tokens, {overlap} repeated",
+    )
+    options = {"chunk_tokens": tokens, "chunk_overlap_tokens": overlap}
+    strategy = defaults["default_chunking"]
+    if collection.chunking_options != options or collection.chunking_strategy != strategy:
+        # The manifest sees the chunker's new fingerprint and re-chunks every source.
+        collection.chunking_options = options
+        collection.chunking_strategy = strategy
+        collection.save(update_fields=["chunking_options", "chunking_strategy"])
+    return variant
+
+
+def case_scores(run: Any, label: str, metric: str = "ndcg@10") -> dict[str, float]:
+    """Each case's ``metric`` for the system ``label`` of a stored run."""
+    scores = {}
+    for case_id, metrics in run.results.filter(profile=label).values_list("case_id", "metrics"):
+        value = (metrics or {}).get(metric)
+        if value is not None:
+            scores[case_id] = float(value)
+    return scores
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -150,7 +231,9 @@ def main() -> None:
         default="scifact,pubmedqa,pubmedqa_faq",
         help=f"names ({', '.join(DATASETS)}) or BEIR dirs",
     )
-    parser.add_argument("--compare", default=DEFAULT_COMPARE, help="profiles / option sets")
+    parser.add_argument(
+        "--compare", default=None, help="profiles / option sets (default: the four systems; fast)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N judged queries")
     parser.add_argument("--depth", type=int, default=300, help="chunks of each ranking scored")
     parser.add_argument(
@@ -159,6 +242,14 @@ def main() -> None:
         help="also the plain model on 200-word passages (50 overlap), document = best passage",
     )
     parser.add_argument("--skip-harness", action="store_true", help="only the --plain baseline")
+    parser.add_argument(
+        "--grid", choices=["chunk"], default=None, help="chunk: the chunk size and overlap study"
+    )
+    parser.add_argument(
+        "--chunks",
+        default=",".join(f"{t}/{o}" for t, o in CHUNK_GRID),
+        help="--grid chunk's settings, TOKENS/OVERLAP (first: the one compared with)",
+    )
     args = parser.parse_args()
 
     os.environ["RAG_MAX_TOP_N"] = str(max(args.depth, 50))
@@ -169,9 +260,15 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from eval_app.harness import eval_run_create, eval_run_execute
     from eval_app.harness.corpus_ingest import eval_collection_slug
+    from eval_app.metrics import paired_difference_ci
 
-    compare = [c for c in args.compare.split(",") if c]
+    grid = chunk_settings_parse(args.chunks) if args.grid == "chunk" else [None]
+    compare = [
+        c for c in (args.compare or ("fast" if args.grid else DEFAULT_COMPARE)).split(",") if c
+    ]
     rows: list[tuple[str, str, list[str], str]] = []
+    # (dataset, system) -> each setting's per-case nDCG@10, for the paired differences.
+    per_case: dict[tuple[str, str], list[tuple[str, dict[str, float]]]] = {}
     for name in [d for d in args.datasets.split(",") if d]:
         path = DATASETS.get(name, Path(name))
         if args.plain:
@@ -182,42 +279,63 @@ def main() -> None:
             rows.append((name, label, cells, info))
         if args.skip_harness:
             continue
-        started = time.perf_counter()
-        run = eval_run_create(
-            dataset_path=path,
-            beir=True,
-            limit=args.limit,
-            compare=compare,
-            offline=True,
-            retrieval_only=True,
-            k_values=[10, 100],
-            depth=args.depth,
-        )
-        run = eval_run_execute(run=run)
-        total = time.perf_counter() - started
-        if run.status != "succeeded":
-            sys.exit(f"{name}: run {run.pk} {run.status}: {run.error}")
-        chunks, size = _index_size(
-            run.collection.slug if run.collection else eval_collection_slug(name)
-        )
-        ingest_s = run.timings.get("ingest_s", 0.0)
-        info = (
-            f"{chunks} chunks, {size / 1e6:.1f} MB; ingest {ingest_s:.0f} s "
-            f"({run.ingestion.get('sources_ingested', 0)} ingested); "
-            f"ranking {run.timings.get('cases_s', 0.0):.0f} s; total {total:.0f} s; run {run.pk}"
-        )
-        print(f"{name}: {info}", flush=True)
-        # The harness labels each system by its normalised spec (options sorted).
-        for label, aggregate in run.aggregates.items():
-            metrics = aggregate["metrics"]
-            rows.append((name, label, [_cell(metrics.get(m)) for m in METRICS], info))
+        for setting in grid:
+            suffix = "" if setting is None else f" chunk {setting[0]}/{setting[1]}"
+            source = path
+            if setting is not None:
+                source = chunk_variant(path, tokens=setting[0], overlap=setting[1])
+            started = time.perf_counter()
+            run = eval_run_create(
+                dataset_path=source,
+                beir=True,
+                limit=args.limit,
+                compare=compare,
+                offline=True,
+                retrieval_only=True,
+                k_values=[10, 100],
+                depth=args.depth,
+            )
+            run = eval_run_execute(run=run)
+            total = time.perf_counter() - started
+            if run.status != "succeeded":
+                sys.exit(f"{name}{suffix}: run {run.pk} {run.status}: {run.error}")
+            chunks, size = _index_size(
+                run.collection.slug if run.collection else eval_collection_slug(name)
+            )
+            ingest_s = run.timings.get("ingest_s", 0.0)
+            info = (
+                f"{chunks} chunks, {size / 1e6:.1f} MB; ingest {ingest_s:.0f} s "
+                f"({run.ingestion.get('sources_ingested', 0)} ingested); ranking "
+                f"{run.timings.get('cases_s', 0.0):.0f} s; total {total:.0f} s; run {run.pk}"
+            )
+            print(f"{name}{suffix}: {info}", flush=True)
+            # The harness labels each system by its normalised spec (options sorted).
+            for label, aggregate in run.aggregates.items():
+                metrics = aggregate["metrics"]
+                cells = [_cell(metrics.get(m)) for m in METRICS]
+                rows.append((name, label + suffix, cells, info))
+                per_case.setdefault((name, label), []).append((suffix, case_scores(run, label)))
 
-    header = f"{'dataset':14} {'system':44} " + " ".join(f"{m:>21}" for m in METRICS)
+    width = max([44, *(len(row[1]) for row in rows)])
+    header = f"{'dataset':14} {'system':{width}} " + " ".join(f"{m:>21}" for m in METRICS)
     print()
     print(header)
     print("-" * len(header))
     for name, label, cells, _info in rows:
-        print(f"{name:14} {label:44} " + " ".join(f"{c:>21}" for c in cells))
+        print(f"{name:14} {label:{width}} " + " ".join(f"{c:>21}" for c in cells))
+    if args.grid:
+        print("\npaired nDCG@10 difference to the first chunk setting (95% bootstrap)")
+        for (name, label), settings_scores in per_case.items():
+            first_suffix, first = settings_scores[0]
+            for suffix, scores in settings_scores[1:]:
+                shared = sorted(set(first) & set(scores))
+                mean, low, high = paired_difference_ci(
+                    [scores[c] for c in shared], [first[c] for c in shared], seed=0
+                )
+                print(
+                    f"{name:14} {label}{suffix} vs{first_suffix}: "
+                    f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] ({len(shared)} cases)"
+                )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,109 @@
+"""The retrieval lab's chunk study: each chunk setting is ingested into its own collection.
+
+A tiny BEIR-layout dataset written by the test goes through the real harness (real
+embedder, real database); the collection of a setting holds chunks cut to it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from collections_app.models import Chunk
+from eval_app.harness import eval_run_create, eval_run_execute
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+SENTENCES = [
+    "Vitamin D supplements raised bone mineral density in older women over two years.",
+    "The trial enrolled four hundred participants from three hospitals in the north.",
+    "Fractures were fewer in the treated group than among those given a placebo.",
+    "Calcium intake was recorded with a food diary kept for one week each season.",
+    "Side effects were rare and mostly mild stomach complaints during the first month.",
+    "Sleep duration shorter than six hours doubled the risk of catching a cold.",
+    "Volunteers were exposed to a rhinovirus after a week of wearing sleep trackers.",
+    "Coffee drinking was not associated with higher mortality in the cohort study.",
+]
+
+
+@pytest.fixture
+def lab():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield importlib.import_module("retrieval_quality")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def write_dataset(directory: Path) -> Path:
+    corpus = [
+        {"_id": "bones", "title": "Vitamin D", "text": " ".join(SENTENCES[:5])},
+        {"_id": "colds", "title": "Sleep", "text": " ".join(SENTENCES[5:7])},
+        {"_id": "coffee", "title": "Coffee", "text": SENTENCES[7]},
+    ]
+    queries = [
+        {"_id": "q1", "text": "Do vitamin D supplements prevent fractures?"},
+        {"_id": "q2", "text": "Does short sleep make colds more likely?"},
+    ]
+    (directory / "qrels").mkdir(parents=True)
+    (directory / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
+    (directory / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (directory / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\tbones\t1\nq2\tcolds\t1\n"
+    )
+    return directory
+
+
+def test_chunk_settings_are_parsed_and_bad_ones_refused(lab):
+    assert lab.chunk_settings_parse("200/0, 128/24,256") == [(200, 0), (128, 24), (256, 0)]
+    for bad in ("128/128", "0/0", "big/4", ""):
+        with pytest.raises(ValueError):
+            lab.chunk_settings_parse(bad)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_chunk_setting_is_ingested_into_its_own_collection(lab, tmp_path, settings):
+    settings.VAR_DIR = tmp_path / "var"
+    data = write_dataset(tmp_path / "tiny")
+    defaults = settings.RAG["ingestion"]
+    assert (
+        lab.chunk_variant(
+            data, tokens=defaults["chunk_tokens"], overlap=defaults["chunk_overlap_tokens"]
+        )
+        == data
+    )
+
+    runs = {}
+    for tokens, overlap in ((40, 0), (40, 20)):
+        variant = lab.chunk_variant(data, tokens=tokens, overlap=overlap)
+        run = eval_run_execute(
+            run=eval_run_create(
+                dataset_path=variant,
+                beir=True,
+                compare=["fast"],
+                offline=True,
+                retrieval_only=True,
+                k_values=[10],
+            )
+        )
+        assert run.status == "succeeded", run.error
+        assert run.collection.slug == f"eval-tiny-c{tokens}-o{overlap}-test"
+        assert run.collection.chunking_options == {
+            "chunk_tokens": tokens,
+            "chunk_overlap_tokens": overlap,
+        }
+        runs[overlap] = run
+
+    plain = list(Chunk.objects.filter(collection=runs[0].collection).order_by("char_start"))
+    overlapping = Chunk.objects.filter(collection=runs[20].collection)
+    assert plain and all(chunk.token_count <= 40 for chunk in plain)
+    assert overlapping.count() > len(plain)
+    # With overlap, a document's next chunk starts before the one before it ends.
+    bones = list(overlapping.filter(source__location__endswith="bones.txt").order_by("ordinal"))
+    assert len(bones) >= 2
+    assert all(b.char_start < a.char_end for a, b in zip(bones, bones[1:], strict=False))
+    assert set(lab.case_scores(runs[20], "fast")) == {"q1", "q2"}
