@@ -7,6 +7,7 @@ embedder, real database); the collection of a setting holds chunks cut to it.
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -105,5 +106,5 @@ def test_each_chunk_setting_is_ingested_into_its_own_collection(lab, tmp_path, s
     # With overlap, a document's next chunk starts before the one before it ends.
     bones = list(overlapping.filter(source__location__endswith="bones.txt").order_by("ordinal"))
     assert len(bones) >= 2
-    assert all(b.char_start < a.char_end for a, b in zip(bones, bones[1:], strict=False))
+    assert all(b.char_start < a.char_end for a, b in itertools.pairwise(bones))
     assert set(lab.case_scores(runs[20], "fast")) == {"q1", "q2"}
