@@ -9,6 +9,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from query_app.pipeline.assembly import AssembledContext, Passage
+from query_app.pipeline.extractive import _candidates
+from query_app.pipeline.types import Candidate
 from query_app.pipeline.units import CODE, ITEM, ROW, SENTENCE, text_units
 from query_app.services import QueryRequest, query_answer
 from query_app.views import source_url
@@ -87,6 +90,32 @@ def test_table_headers_and_rules_are_titles_rows_and_code_lines_are_units():
         (SENTENCE, False, "Install silently:"),
         (CODE, False, "msiexec /i setup.msi /qn"),
     ]
+
+
+def test_a_unit_is_read_under_its_markdown_heading_not_a_table_header_or_contents_entry():
+    text = (
+        "# Settings reference\n\n- 1. Retention (page 1)\n- 2. Encryption (page 2)\n\n"
+        "## [retention]\n\n| Key | Default |\n| --- | --- |\n| `keep_daily` | 14 |\n\n"
+        "## [encryption]\n\n- `key_rotation_days`: data keys are rotated every 90 days.\n"
+    )
+    candidate = Candidate(
+        chunk_id="c",
+        source_id=1,
+        source_location="settings.md",
+        source_title="Settings",
+        text=text,
+        char_start=0,
+        char_end=len(text),
+    )
+    passage = Passage(marker=1, candidate=candidate, text=text, block="", tokens=0)
+    found, _, _ = _candidates(AssembledContext(passages=[passage]), None)
+    sections = {quote.unit.text: quote.section for quote, _ in found}
+    assert sections == {
+        "`keep_daily` | 14": "Settings reference > [retention]",
+        "`key_rotation_days`: data keys are rotated every 90 days.": (
+            "Settings reference > [encryption]"
+        ),
+    }
 
 
 def test_a_sentence_cut_by_the_chunk_boundary_is_a_fragment():
