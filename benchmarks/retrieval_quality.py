@@ -262,25 +262,28 @@ def main() -> None:
     from eval_app.harness.corpus_ingest import eval_collection_slug
     from eval_app.metrics import paired_difference_ci
 
-    grid = chunk_settings_parse(args.chunks) if args.grid == "chunk" else [None]
+    grid: list[tuple[int, int] | None] = [None]
+    if args.grid == "chunk":
+        grid = [*chunk_settings_parse(args.chunks)]
     compare = [
         c for c in (args.compare or ("fast" if args.grid else DEFAULT_COMPARE)).split(",") if c
     ]
     rows: list[tuple[str, str, list[str], str]] = []
     # (dataset, system) -> each setting's per-case nDCG@10, for the paired differences.
     per_case: dict[tuple[str, str], list[tuple[str, dict[str, float]]]] = {}
-    for name in [d for d in args.datasets.split(",") if d]:
-        path = DATASETS.get(name, Path(name))
-        if args.plain:
-            cells, rate = plain_baseline(path)
-            label = "plain model, 200-word passages, 50 overlap"
-            info = f"raw encode {rate:.1f} passages/s" if rate else "cached embeddings"
-            print(f"{name}: {label}: {info}", flush=True)
-            rows.append((name, label, cells, info))
-        if args.skip_harness:
-            continue
-        for setting in grid:
-            suffix = "" if setting is None else f" chunk {setting[0]}/{setting[1]}"
+    names = [d for d in args.datasets.split(",") if d]
+    for name in names if args.plain else []:
+        cells, rate = plain_baseline(DATASETS.get(name, Path(name)))
+        label = "plain model, 200-word passages, 50 overlap"
+        info = f"raw encode {rate:.1f} passages/s" if rate else "cached embeddings"
+        print(f"{name}: {label}: {info}: " + " ".join(cells), flush=True)
+        rows.append((name, label, cells, info))
+    # Setting by setting, so that a study stopped early has every dataset of the
+    # settings it finished (each run is stored as it ends).
+    for setting in [] if args.skip_harness else grid:
+        suffix = "" if setting is None else f" chunk {setting[0]}/{setting[1]}"
+        for name in names:
+            path = DATASETS.get(name, Path(name))
             source = path
             if setting is not None:
                 source = chunk_variant(path, tokens=setting[0], overlap=setting[1])
@@ -313,8 +316,10 @@ def main() -> None:
             for label, aggregate in run.aggregates.items():
                 metrics = aggregate["metrics"]
                 cells = [_cell(metrics.get(m)) for m in METRICS]
+                print(f"  {label}{suffix}: " + " ".join(cells), flush=True)
                 rows.append((name, label + suffix, cells, info))
                 per_case.setdefault((name, label), []).append((suffix, case_scores(run, label)))
+    rows.sort(key=lambda row: names.index(row[0]))  # stable: settings stay in order
 
     width = max([44, *(len(row[1]) for row in rows)])
     header = f"{'dataset':14} {'system':{width}} " + " ".join(f"{m:>21}" for m in METRICS)
