@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from query_app.pipeline.lexical import content_terms, content_words
+from query_app.pipeline.lexical import content_terms, content_words, split_sentences
 from query_app.pipeline.types import Candidate
 
 # A glossary entry: "**Tier A, Tier B, Tier C**: internal names of ..." (the term in
@@ -186,3 +186,105 @@ def bridge_find(question: str, kept: Sequence[Candidate]) -> Bridge | None:
                 ),
             )
     return None
+
+
+# --- entity bridges: the question describes a thing instead of naming it ----------
+
+# "the dock that a Q3 uses", "the Beacon plan that allows 20 webhooks", "the city where
+# the company was founded": a noun phrase with a relative clause describes something
+# whose name the answer's document uses instead.
+_DESCRIBED_RE = re.compile(
+    r"\b(?:the|a|an)\s+(?:[\w\-.]+\s+){0,4}?(?:that|which|whose|where|who)\s+\w",
+    re.IGNORECASE,
+)
+# A code or identifier: letters and digits together (QD-2, SKU-30112), or a path.
+_CODE_RE = re.compile(r"(?<![\w/])(?:/[\w\-.]+)+/?|\b(?=[\w\-]*[A-Za-z])(?=[\w\-]*\d)[\w][\w\-]*\w\b")
+# A capitalised word inside a unit (not its first word, nor a field's first word).
+_NAME_RE = re.compile(r"(?<=[\w,)] )[A-Z][a-z][\w\-]+")
+# Versions, dates and times name nothing another document would be found by.
+_NOT_A_NAME_RE = re.compile(r"^v?\d[\d.\-:/]*$|^\d{4}-\d{2}")
+# How many names a unit gives the bridge probe (codes first).
+MAX_NAMES = 3
+# The unit must be about the question: this share of its words, at least two of them.
+MIN_UNIT_COVERAGE = 0.3
+
+
+def describes_entity(question: str) -> bool:
+    """Whether the question names a thing by a description ("the plan that costs …")."""
+    return bool(_DESCRIBED_RE.search(question))
+
+
+def _units(text: str) -> list[str]:
+    """Lines (a table row each), and the sentences of prose lines."""
+    found: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if ";" in line and ":" in line:  # a table row read as "key: value; key: value"
+            found.append(line)
+        else:
+            found += [s.text for s in split_sentences(line)]
+    return found
+
+
+def _names(unit: str, asked: set[str]) -> list[str]:
+    """Codes, paths and proper names in ``unit`` that the question does not use.
+
+    In a table row, a field whose value is all capitalised words is a name as a
+    whole ("plan: Business", "product: Beacon Cloud Business").
+    """
+    fields = re.findall(r"(?:^|;\s*)[\w\-]+:\s*([^;]+)", unit) if ";" in unit else []
+    values = "; ".join(fields) if fields else unit  # a row's keys name no thing
+    codes = [m.group(0) for m in _CODE_RE.finditer(values)]
+    proper = [
+        value.strip()
+        for value in fields
+        if len(value.split()) <= 4 and all(w[:1].isupper() for w in value.split())
+    ] or [m.group(0) for m in _NAME_RE.finditer(values)]
+    names: list[str] = []
+    for name in [*codes, *proper]:
+        terms = set(content_terms(name))
+        if not terms or terms <= asked or _NOT_A_NAME_RE.match(name) or name in names:
+            continue
+        names.append(name)
+    return names[:MAX_NAMES]
+
+
+def entity_bridge(question: str, kept: Sequence[Candidate]) -> Bridge | None:
+    """For a question that describes a thing ("the dock that a Q3 of revision C uses"),
+    the names the evidence gives it ("QD-2"), as a bridge probe.
+
+    The unit (a sentence or a table row) of the top passages that shares the most of
+    the question's words is what the description points at; its codes and proper
+    names the question lacks are searched with the question's keywords, and the
+    question is read with them for the answer. None when the question names what it
+    asks about, or no unit of the evidence is about it, or the unit adds no name.
+    """
+    if not describes_entity(question):
+        return None
+    asked = set(content_terms(question))
+    if len(asked) < 2:
+        return None
+    best: tuple[float, str, str] | None = None
+    for candidate in kept[:DEPTH]:
+        for unit in _units(candidate.text):
+            shared = asked & set(content_terms(unit))
+            share = len(shared) / len(asked)
+            if len(shared) >= 2 and share >= MIN_UNIT_COVERAGE and (best is None or share > best[0]):
+                best = (share, unit, candidate.chunk_id)
+    if best is None:
+        return None
+    _, unit, chunk_id = best
+    names = _names(unit, asked)
+    if not names:
+        return None
+    keywords = list(dict.fromkeys(w.lower() for w in content_words(question)))
+    stripped = question.rstrip(" ?.!")
+    return Bridge(
+        term="",
+        definition=unit[:200],
+        probe=" ".join([*keywords, *names]),
+        chunk_id=chunk_id,
+        resolved=f"{stripped} ({', '.join(names)}){question[len(stripped):]}",
+    )

@@ -25,7 +25,7 @@ from typing import Any
 from query_app.chat import ChatClient, ChatError
 from query_app.pipeline.lexical import content_terms, content_words, words
 from query_app.pipeline.prompts import data_block
-from query_app.pipeline.question import question_parts
+from query_app.pipeline.question import own_parts, question_parts
 from query_app.pipeline.types import Candidate
 
 TRIAGE_LABELS = ("chit-chat", "unsafe", "simple", "complex")
@@ -149,15 +149,55 @@ def route(question: str, *, chat: ChatClient | None) -> Judgement:
 # --- decompose -----------------------------------------------------------------
 
 
+# A later part that points back at the first one ("how do I fix it?", "… of them?")
+# needs the first part's subject to be searched; one that names its own does not.
+_REFERS_BACK = frozenset(
+    {"it", "its", "they", "them", "their", "theirs", "this", "these", "those", "he", "she"}
+    | {"him", "her", "his", "hers", "there", "thereof", "same", "former", "latter"}
+)
+# A part this short says too little to be searched alone ("and for how long?").
+MIN_OWN_TERMS = 2
+
+
+def refers_back(part: str) -> bool:
+    """Whether a later part of a question needs the first part's subject to be searched."""
+    tokens = {w.lower() for w in re.findall(r"[\w']+", part)}
+    return bool(tokens & _REFERS_BACK) or len(set(content_terms(part))) < MIN_OWN_TERMS
+
+
 def decompose_offline(question: str) -> list[str]:
-    """Sub-questions by rules: "compare A with B" → A, B; "X and Y?" → X, Y (at most 3)."""
+    """Sub-questions by rules: "compare A with B" → A, B; "X and Y?" → X, Y (at most 3).
+
+    A later part is searched in its own words when it names its own subject ("where
+    do I report a vulnerability"); one that points back ("how do I fix it") borrows
+    the first part's subject words. Borrowed words would pull the later part's search
+    back to the first part's documents, the very ones its own words do not need.
+    """
     match = _COMPARE_SPLIT_RE.match(question.strip())
     if match:
         a, b = match.group("a").strip(" ,"), match.group("b").strip(" ,")
         if a and b:
             return [a, b]
     parts = question_parts(question)
-    return parts[:3] if len(parts) > 1 else [question]
+    if len(parts) < 2:
+        return [question]
+    own = own_parts(question)
+    later = [
+        borrowed if refers_back(asked) else asked
+        for asked, borrowed in zip(own[1:], parts[1:], strict=True)
+    ]
+    return [parts[0], *later][:3]
+
+
+def part_words(part: str, first: str) -> str:
+    """The words a sub-question asks about beyond the first part's subject (its own).
+
+    A part that borrowed the first part's subject ("how do I fix it ERR-4471") is
+    covered by evidence about that subject alone; what it adds is what must be found.
+    """
+    first_terms = set(content_terms(first))
+    own = [w for w in content_words(part) if not set(content_terms(w)) <= first_terms]
+    return " ".join(own) or part
 
 
 _DECOMPOSE_PROMPT = """\

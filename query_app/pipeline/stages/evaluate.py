@@ -13,18 +13,46 @@ rewrite node searches the definition's words next to the question (multi-hop).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from query_app.pipeline.bridging import bridge_find
+from query_app.pipeline.bridging import bridge_find, entity_bridge
 from query_app.pipeline.corrective import Grade, grade, grade_offline, score_gate
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.stages.base import PipelineState, Stage
-from query_app.pipeline.types import TraceStep
+from query_app.pipeline.types import Candidate, TraceStep
 
 GRADERS = ("auto", "offline", "llm")
 # What the evaluate node may decide: a verdict, or a bridge hop before answering.
 OUTCOMES = ("correct", "ambiguous", "incorrect", "bridge")
+
+
+def cover_parts(
+    kept: Sequence[Candidate], leads: Sequence[Candidate], fused: Sequence[Candidate]
+) -> tuple[list[Candidate], list[str]]:
+    """``kept`` with each part's best passage right after the best passage overall.
+
+    A multi-part question is answered from every part's evidence: the fusion ranks
+    a passage found by two lists (the question's and its first part's) above one
+    that only a later part found, however well, and the cut to the top passages
+    may then drop that part altogether. The set keeps its size (the weakest go);
+    nothing is added to an empty set (the relevance floor emptied it). Returns the
+    new set and the chunk ids moved up or brought in.
+    """
+    if not kept or not leads:
+        return list(kept), []
+    known = {c.chunk_id: c for c in fused} | {c.chunk_id: c for c in kept}
+    head = [kept[0]]
+    for lead in leads:
+        if all(c.chunk_id != lead.chunk_id for c in head):
+            head.append(known.get(lead.chunk_id, lead))
+    ids = {c.chunk_id for c in head}
+    merged = [*head, *(c for c in kept if c.chunk_id not in ids)][: len(kept)]
+    old_rank = {c.chunk_id: i for i, c in enumerate(kept)}
+    promoted = [
+        c.chunk_id for i, c in enumerate(merged) if old_rank.get(c.chunk_id, len(kept)) > i
+    ]
+    return merged, promoted
 
 
 class EvaluateStage(Stage):
@@ -38,6 +66,11 @@ class EvaluateStage(Stage):
         o = state.options.corrective
         question = state.answer_question
         kept = list(state.kept)
+        if state.notes.get("part_leads") and state.notes.get("part_probes") == state.probes:
+            # The hops' evidence, merged: every part of the question keeps its best passage.
+            kept, promoted = cover_parts(kept, state.notes["part_leads"], state.candidates)
+            if promoted:
+                step.details["part_leads_promoted"] = promoted
         gated = score_gate(kept, strong=o.gate_strong, weak=o.gate_weak)
         calls_before = state.chat_calls
         result: Grade
@@ -71,8 +104,10 @@ class EvaluateStage(Stage):
         outcome = result.verdict
         # Multi-hop: evidence that defines a term of the question (a glossary line) sends
         # its definition to the rewrite node once, as a bridge probe (bridging.py).
+        # A question that describes a thing instead of naming it ("the dock that a Q3
+        # uses") searches the name the evidence gives it ("QD-2") the same way.
         bridge = (
-            bridge_find(question, kept)
+            bridge_find(question, kept) or entity_bridge(question, kept)
             if not state.notes.get("bridged") and state.iteration < o.max_iterations
             else None
         )

@@ -18,21 +18,34 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from query_app.pipeline.corrective import grade_offline, rewrite_offline
+from query_app.pipeline.corrective import grade_offline, part_words, rewrite_offline
+from query_app.pipeline.lexical import content_terms
 from query_app.pipeline.options import CorrectiveOptions
 from query_app.pipeline.stages.base import PipelineState, Stage
 from query_app.pipeline.stages.retrieve import RetrieveStage
 from query_app.pipeline.types import Candidate, TraceStep
 
 
+# A later part is covered when a passage already found answers it as a whole and
+# holds half of its own words (what it asks beyond the first part's subject).
+PART_COVERAGE = 0.5
+
+
 def evidence_covering(
-    question: str, gathered: Sequence[Candidate], *, options: CorrectiveOptions, depth: int
+    question: str,
+    gathered: Sequence[Candidate],
+    *,
+    options: CorrectiveOptions,
+    depth: int,
+    own: str = "",
 ) -> list[Candidate]:
     """The passages found for other probes that already answer ``question``, best first.
 
-    Those the offline grader finds "correct" on their own (none: not covered). Their cosines and rerank
-    scores were measured against other probes, so only the question's words
-    found in them count here.
+    Those the offline grader finds "correct" on their own (none: not covered) and,
+    when ``own`` names what the question adds to a borrowed subject, that hold
+    ``PART_COVERAGE`` of those words too: the subject alone is found by the first
+    part's search by construction. Their cosines and rerank scores were measured
+    against other probes, so only the question's words found in them count here.
     """
     unique = list({c.chunk_id: c for c in reversed(gathered)}.values())[::-1]
     plain = [
@@ -43,7 +56,17 @@ def evidence_covering(
     if grade.verdict != "correct":
         return []
     ranked = sorted(unique, key=lambda c: -grade.relevance[c.chunk_id])
-    return [c for c in ranked if grade.relevance[c.chunk_id] >= options.upper][: max(depth, 1)]
+    covering = [c for c in ranked if grade.relevance[c.chunk_id] >= options.upper]
+    if own:
+        wanted = set(content_terms(own))
+        covering = [
+            c
+            for c in covering
+            if wanted
+            and len(wanted & set(content_terms(c.text + " " + c.source_title))) / len(wanted)
+            >= PART_COVERAGE
+        ]
+    return covering[: max(depth, 1)]
 
 
 def covered_only(hops: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -81,8 +104,15 @@ class HopsStage(Stage):
             remaining = subs[index:]
             # After a hop (the first sub-question is always searched): does the
             # evidence so far already answer every sub-question left?
+            # A part is judged by its own words too: the subject it borrowed from the
+            # first part is covered by the first hop's evidence by construction.
             covering = (
-                [evidence_covering(q, gathered, options=c, depth=depth) for q in remaining]
+                [
+                    evidence_covering(
+                        q, gathered, options=c, depth=depth, own=part_words(q, subs[0])
+                    )
+                    for q in remaining
+                ]
                 if index
                 else []
             )
@@ -124,6 +154,10 @@ class HopsStage(Stage):
             lists.append(found)
             gathered += found
             hops.append(hop)
+        # Each part's best passage: the evaluate node keeps it in the evidence, which
+        # the fusion alone does not promise (the question's own list and the first
+        # part's share their passages, so both lists outvote a later part's).
+        leads = tuple(found[0] for found in lists[1:] if found)
         step.details.update(
             {
                 "hops": hops,
@@ -137,6 +171,7 @@ class HopsStage(Stage):
             probes=tuple(probes),
             per_probe=tuple(lists),
             probe_kind="fusion" if len(lists) > 1 else "single",
+            notes={**state.notes, "part_leads": leads, "part_probes": tuple(probes)},
         )
 
     def summary(self, details: Mapping[str, Any]) -> list[str]:
