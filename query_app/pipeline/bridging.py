@@ -198,7 +198,9 @@ _DESCRIBED_RE = re.compile(
     re.IGNORECASE,
 )
 # A code or identifier: letters and digits together (QD-2, SKU-30112), or a path.
-_CODE_RE = re.compile(r"(?<![\w/])(?:/[\w\-.]+)+/?|\b(?=[\w\-]*[A-Za-z])(?=[\w\-]*\d)[\w][\w\-]*\w\b")
+_CODE_RE = re.compile(
+    r"(?<![\w/])(?:/[\w\-.]+)+/?|\b(?=[\w\-]*[A-Za-z])(?=[\w\-]*\d)[\w][\w\-]*\w\b"
+)
 # A capitalised word inside a unit (not its first word, nor a field's first word).
 _NAME_RE = re.compile(r"(?<=[\w,)] )[A-Z][a-z][\w\-]+")
 # Versions, dates and times name nothing another document would be found by.
@@ -271,7 +273,11 @@ def entity_bridge(question: str, kept: Sequence[Candidate]) -> Bridge | None:
         for unit in _units(candidate.text):
             shared = asked & set(content_terms(unit))
             share = len(shared) / len(asked)
-            if len(shared) >= 2 and share >= MIN_UNIT_COVERAGE and (best is None or share > best[0]):
+            if (
+                len(shared) >= 2
+                and share >= MIN_UNIT_COVERAGE
+                and (best is None or share > best[0])
+            ):
                 best = (share, unit, candidate.chunk_id)
     if best is None:
         return None
@@ -286,5 +292,5 @@ def entity_bridge(question: str, kept: Sequence[Candidate]) -> Bridge | None:
         definition=unit[:200],
         probe=" ".join([*keywords, *names]),
         chunk_id=chunk_id,
-        resolved=f"{stripped} ({', '.join(names)}){question[len(stripped):]}",
+        resolved=f"{stripped} ({', '.join(names)}){question[len(stripped) :]}",
     )

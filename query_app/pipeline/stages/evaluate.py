@@ -49,9 +49,7 @@ def cover_parts(
     ids = {c.chunk_id for c in head}
     merged = [*head, *(c for c in kept if c.chunk_id not in ids)][: len(kept)]
     old_rank = {c.chunk_id: i for i, c in enumerate(kept)}
-    promoted = [
-        c.chunk_id for i, c in enumerate(merged) if old_rank.get(c.chunk_id, len(kept)) > i
-    ]
+    promoted = [c.chunk_id for i, c in enumerate(merged) if old_rank.get(c.chunk_id, len(kept)) > i]
     return merged, promoted
 
 

@@ -25,7 +25,6 @@ from query_app.pipeline.stages.base import PipelineState, Stage
 from query_app.pipeline.stages.retrieve import RetrieveStage
 from query_app.pipeline.types import Candidate, TraceStep
 
-
 # A later part is covered when a passage already found answers it as a whole and
 # holds half of its own words (what it asks beyond the first part's subject).
 PART_COVERAGE = 0.5
