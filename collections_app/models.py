@@ -162,6 +162,13 @@ class Source(models.Model):
         return self.title or name or self.location
 
 
+class _ChunkManager(models.Manager["Chunk"]):
+    """Chunks without their unit vectors, which only the extractive answer reads (by name)."""
+
+    def get_queryset(self) -> models.QuerySet[Chunk]:
+        return super().get_queryset().defer("unit_vectors")
+
+
 class Chunk(models.Model):
     """A retrievable passage with its embedding and full-text vector.
 
@@ -203,12 +210,21 @@ class Chunk(models.Model):
     # embedding::vector(d) (collections_app.search_index.ddl), so collections of
     # different dimensions all stay index-backed.
     embedding = VectorField(null=True, blank=True)
+    # The vectors of the units an extractive answer scores (its sentences, list
+    # items and rows, read with their title and section), computed with the
+    # passage at ingestion and keyed by the embedding profile and the exact text
+    # embedded (collections_app.embedding.unit_vectors); null for a chunk
+    # written without them (before they existed, a summary), whose units are
+    # embedded when an answer needs them.
+    unit_vectors = models.BinaryField(null=True, blank=True, editable=False)
     search_vector = models.GeneratedField(
         expression=SearchVector("text", config=TEXT_SEARCH_CONFIG),
         output_field=SearchVectorField(),
         db_persist=True,
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = _ChunkManager()
 
     class Meta:
         ordering = ["source_id", "ordinal"]

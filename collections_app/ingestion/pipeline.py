@@ -26,6 +26,7 @@ from typing import Any
 from django.db import InterfaceError, OperationalError, connection, transaction
 
 from collections_app.embedding import Embedder, get_embedder
+from collections_app.embedding.unit_vectors import ChunkUnits, unit_vectors_compute
 from collections_app.ingestion import storage
 from collections_app.ingestion.chunking import CHUNKERS
 from collections_app.ingestion.fetch import fetch_url, read_path
@@ -373,6 +374,7 @@ class IngestionRun:
         texts = [d.embedded_text for p in pending for d in p.drafts]
         try:
             vectors = self._embed(texts, pending)
+            unit_vectors = self._embed_units(pending)
         except (RunInterrupted, *DATABASE_LOST):
             raise
         except Exception as exc:
@@ -385,10 +387,11 @@ class IngestionRun:
         offset = 0
         for p in pending:
             rows = vectors[offset : offset + len(p.drafts)]
+            units = unit_vectors[offset : offset + len(p.drafts)]
             offset += len(p.drafts)
             try:
                 with self._stage("upsert"):
-                    self._upsert(p, rows)
+                    self._upsert(p, rows, units)
             except DATABASE_LOST:
                 raise
             except Exception as exc:
@@ -429,7 +432,29 @@ class IngestionRun:
         vectors[order] = np.concatenate(parts)
         return vectors
 
-    def _upsert(self, p: _Pending, vectors: Any) -> None:
+    def _embed_units(self, pending: list[_Pending]) -> list[bytes | None]:
+        """Per chunk of ``pending`` (in order), its units' vectors for extractive answers.
+
+        Embedded now, with the passages, so that no answer embeds them while a
+        question waits (``collections_app.embedding.unit_vectors``); in steps of
+        ``EMBED_PROGRESS_CHUNKS`` chunks, heeding a stop between them.
+        """
+        chunks = [
+            ChunkUnits(text=d.text, title=p.source.title, location=p.source.location)
+            for p in pending
+            for d in p.drafts
+        ]
+        blobs: list[bytes | None] = []
+        for start in range(0, len(chunks), EMBED_PROGRESS_CHUNKS):
+            if start:
+                self._check_stop()
+            with self._stage("embed"):
+                blobs += unit_vectors_compute(
+                    self.embedder, chunks[start : start + EMBED_PROGRESS_CHUNKS]
+                )
+        return blobs
+
+    def _upsert(self, p: _Pending, vectors: Any, unit_vectors: list[bytes | None]) -> None:
         # The chunks, the manifest entry and the index version commit together:
         # a run stopped after this point never redoes this source.
         with transaction.atomic():
@@ -439,6 +464,7 @@ class IngestionRun:
                 content_hash=p.content_hash,
                 drafts=p.drafts,
                 vectors=vectors,
+                unit_vectors=unit_vectors,
             )
             self.manifest.record(
                 p.source.location,

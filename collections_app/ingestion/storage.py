@@ -28,6 +28,7 @@ UPDATED_FIELDS = [
     "token_count",
     "metadata",
     "embedding",
+    "unit_vectors",
     "source_hash",
     "ordinal",
 ]
@@ -40,12 +41,15 @@ def chunks_replace(
     content_hash: str,
     drafts: Sequence[ChunkDraft],
     vectors: Any,
+    unit_vectors: Sequence[bytes | None] | None = None,
 ) -> int:
     """Write a source's new chunks, then drop its old ones, in one transaction.
 
     Readers see either the old version or the new one, never neither. Returns
-    the number of chunks written.
+    the number of chunks written. ``unit_vectors``: per draft, its units' vectors
+    (``collections_app.embedding.unit_vectors``), or none.
     """
+    blobs = list(unit_vectors) if unit_vectors is not None else [None] * len(drafts)
     chunks = [
         Chunk(
             # Ids are per collection: two collections may hold the same file.
@@ -67,8 +71,9 @@ def chunks_replace(
             metadata=d.metadata,
             header=d.header,
             embedding=vec,
+            unit_vectors=blob,
         )
-        for d, vec in zip(drafts, vectors, strict=True)
+        for d, vec, blob in zip(drafts, vectors, blobs, strict=True)
     ]
     with transaction.atomic():
         Chunk.objects.bulk_create(

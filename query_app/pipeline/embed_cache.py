@@ -8,6 +8,10 @@ embedding profile (provider, model, dimensions) and the exact text: a
 collection reindexed with another model asks for vectors under another profile
 and never gets the old model's. ``question_cache_clear`` empties it.
 
+The extractive answer's sentences have their vectors stored with their chunks
+at ingestion (``collections_app.embedding.unit_vectors``): ``cached_encoder``
+reads them, and embeds only what is not stored.
+
 The misses of threads that embed at the same time are encoded together: the
 first caller runs the model on everything waiting (up to ``MAX_BATCH_TEXTS``
 texts), and while it does, later callers queue; when it is done, the first of
@@ -28,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from collections_app.embedding import SMALL_BATCH, Embedder
+from collections_app.embedding.unit_vectors import unit_key, unit_vectors_load
 
 # One model call at most this many texts: the embedder encodes batches this small
 # on one thread, the cheapest way for a handful of short questions.
@@ -244,24 +249,53 @@ def question_vectors(embedder: Embedder, texts: Sequence[str]) -> QuestionVector
     return QuestionVectors(np.vstack([found[t] for t in texts]), cached)
 
 
-def cached_encoder(embedder: Embedder) -> Callable[[Sequence[str]], np.ndarray]:
-    """``embedder.encode`` that takes the vectors retrieval already made from the cache.
+class CachedEncoder:
+    """``embedder.encode`` that takes the vectors already made from where they are kept.
 
     For the extractive answer's scoring, which embeds the question with the
-    candidate sentences: the question is not encoded twice, and the rest goes
-    through the micro-batcher. Sentences are not added to the cache (their
-    scorer keeps its own).
+    candidate sentences: the question's vector comes from retrieval's cache,
+    and a sentence's from the vectors stored with its chunk at ingestion
+    (``chunk_ids``: the passages'; read once, on the first call that needs
+    them). Only the rest (passages indexed before unit vectors were stored,
+    web pages, a sentence read otherwise than at ingestion) reaches the model,
+    through the micro-batcher. Sentences are not added to the question cache
+    (their scorer keeps its own). ``stored`` and ``encoded`` count the texts
+    served each way.
     """
-    cache = question_cache()
-    prefix = profile_key(embedder)
 
-    def encode(texts: Sequence[str]) -> np.ndarray:
-        found = {t: v for t in dict.fromkeys(texts) if (v := cache.get((*prefix, t))) is not None}
+    def __init__(self, embedder: Embedder, *, chunk_ids: Sequence[str] = ()) -> None:
+        self.embedder = embedder
+        self.chunk_ids = [c for c in chunk_ids if c]
+        self._cache = question_cache()
+        self._prefix = profile_key(embedder)
+        self._units: dict[bytes, np.ndarray] | None = None
+        self.stored = 0
+        self.encoded = 0
+
+    def _stored_vector(self, text: str) -> np.ndarray | None:
+        if not self.chunk_ids:
+            return None
+        if self._units is None:
+            self._units = unit_vectors_load(chunk_ids=self.chunk_ids)
+        return self._units.get(unit_key(self.embedder.profile, text))
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        found: dict[str, np.ndarray] = {}
+        for text in dict.fromkeys(texts):
+            vector = self._cache.get((*self._prefix, text))
+            if vector is None and (vector := self._stored_vector(text)) is not None:
+                self.stored += 1
+            if vector is not None:
+                found[text] = vector
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
-            found.update(zip(missing, _batcher(embedder).encode(missing), strict=True))
+            found.update(zip(missing, _batcher(self.embedder).encode(missing), strict=True))
+            self.encoded += len(missing)
         if not texts:
-            return np.zeros((0, embedder.profile.dimensions), np.float32)
+            return np.zeros((0, self.embedder.profile.dimensions), np.float32)
         return np.vstack([found[t] for t in texts])
 
-    return encode
+
+def cached_encoder(embedder: Embedder, *, chunk_ids: Sequence[str] = ()) -> CachedEncoder:
+    """An encoder for the extractive answer over the passages ``chunk_ids`` (see ``CachedEncoder``)."""
+    return CachedEncoder(embedder, chunk_ids=chunk_ids)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from collections_app.embedding.unit_vectors import UNIT_READERS
 from query_app.pipeline.assembly import AssembledContext, Passage
 from query_app.pipeline.lexical import (
     answer_sentences,
@@ -50,6 +51,7 @@ from query_app.pipeline.question import (
     states_quantity,
 )
 from query_app.pipeline.rows import question_words, row_match
+from query_app.pipeline.types import Candidate
 from query_app.pipeline.units import ROW, TextUnit, text_units
 
 Encode = Callable[[Sequence[str]], np.ndarray]
@@ -200,6 +202,27 @@ def _read_as(quote: Quote) -> str:
     alone often lacks what it is about)."""
     where = " — ".join(part for part in (quote.title, quote.section) if part)
     return f"{where}: {quote.unit.text}" if where else quote.unit.text
+
+
+def read_as_texts(text: str, *, title: str, location: str) -> list[str]:
+    """What an answer embeds for the units of a passage of ``text`` from the document
+    ``title`` at ``location``: computed at ingestion and stored with the chunk
+    (``collections_app.embedding.unit_vectors``), by the same code an answer runs."""
+    candidate = Candidate(
+        chunk_id="",
+        source_id=0,
+        source_location=location,
+        source_title=title,
+        text=text,
+        char_start=0,
+        char_end=len(text),
+    )
+    passage = Passage(marker=1, candidate=candidate, text=text, block="", tokens=0)
+    found, _, _ = _candidates(AssembledContext(passages=[passage]), None)
+    return [_read_as(quote) for quote, _ in found]
+
+
+UNIT_READERS.add("extractive", read_as_texts)
 
 
 def _passage_clears(passage: Passage, floor: float | None) -> bool:

@@ -87,8 +87,13 @@ class GenerateStage(Stage):
             chat=state.chat,
             allow_fallback=state.query.allow_fallback,
             stream=state.query.stream,
-            # The question's vector comes from retrieval's cache, not the model again.
-            encode=cached_encoder(embedder) if embedder is not None else None,
+            # The question's vector comes from retrieval's cache, the sentences' from
+            # their chunks (stored at ingestion), not the model again.
+            encode=cached_encoder(
+                embedder, chunk_ids=[p.candidate.chunk_id for p in context.passages]
+            )
+            if embedder is not None
+            else None,
             model=embedder.profile.model if embedder is not None else "",
             floor=state.options.floor.min_vector_similarity,
             said=_already_said(state),

@@ -1,0 +1,119 @@
+"""Ingestion stores, with each chunk, the vectors of the units an extractive answer reads.
+
+Real PostgreSQL, the real ingestion pipeline and the real embedder
+(all-MiniLM-L6-v2); the other model is a tiny one built by the test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from collections_app.embedding import get_embedder
+from collections_app.embedding.unit_vectors import unit_key, unit_vectors_unpack
+from collections_app.models import Chunk
+from collections_app.services import collection_ingest
+from query_app.pipeline.extractive import read_as_texts
+from tests.support.documents import INSTALL, REFUNDS
+
+pytestmark = pytest.mark.django_db
+
+BACKUPS = """# Backup handbook
+
+## Schedule
+
+Backups run every night at 02:00 UTC. Each backup is kept for 30 days.
+
+## Restoring
+
+- Open the admin console and choose Restore.
+- Pick the backup by its date; the newest is listed first.
+
+| Tier | Copies |
+| --- | --- |
+| Basic | 2 |
+| Pro | 5 |
+"""
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "install.md").write_text(INSTALL)
+    (root / "refunds.md").write_text(REFUNDS)
+    (root / "backups.md").write_text(BACKUPS)
+    return root
+
+
+def _units(chunk: Chunk) -> list[str]:
+    return read_as_texts(chunk.text, title=chunk.source.title, location=chunk.source.location)
+
+
+def test_every_unit_an_answer_embeds_has_its_vector_stored_with_the_chunk(collection, corpus):
+    collection_ingest(collection=collection, locations=[str(corpus)])
+    embedder = get_embedder()
+
+    chunks = list(Chunk.objects.filter(collection=collection).select_related("source"))
+    assert chunks
+    stored = 0
+    for chunk in chunks:
+        texts = _units(chunk)
+        keys, vectors = unit_vectors_unpack(chunk.unit_vectors)
+        assert keys == [unit_key(embedder.profile, t) for t in texts], chunk.text
+        # The model's own vectors, kept at half precision.
+        np.testing.assert_allclose(vectors, embedder.encode(texts), atol=2e-3)
+        stored += len(texts)
+    assert stored >= 8  # sentences, list items and table rows of the three documents
+    by_title = {c.source.title for c in chunks}
+    assert {"Backup handbook", "Refund policy", "Install guide"} <= by_title
+
+
+def test_a_reindex_with_another_model_stores_that_models_unit_vectors(
+    collection, corpus, settings, tmp_path
+):
+    from tests.support.tiny_models import build_tiny_sentence_transformer
+
+    collection_ingest(collection=collection, locations=[str(corpus)])
+    before = {
+        key
+        for blob in Chunk.objects.filter(collection=collection).values_list(
+            "unit_vectors", flat=True
+        )
+        for key in unit_vectors_unpack(blob)[0]
+    }
+    tiny = build_tiny_sentence_transformer(tmp_path / "tiny", dimensions=48)
+    settings.RAG = {
+        **settings.RAG,
+        "embedding": {**settings.RAG["embedding"], "model": str(tiny), "model_name": "tiny-48"},
+    }
+
+    report = collection_ingest(collection=collection, locations=[str(corpus)], reindex=True)
+
+    assert report.as_dict()["sources_failed"] == 0
+    embedder = get_embedder()
+    assert embedder.profile.model == "tiny-48"
+    after: set[bytes] = set()
+    for chunk in Chunk.objects.filter(collection=collection).select_related("source"):
+        texts = _units(chunk)
+        keys, vectors = unit_vectors_unpack(chunk.unit_vectors)
+        assert keys == [unit_key(embedder.profile, t) for t in texts]
+        assert vectors.shape == (len(texts), 48)
+        np.testing.assert_allclose(vectors, embedder.encode(texts), atol=2e-3)
+        after.update(keys)
+    assert before and after
+    assert not before & after  # no vector of the old model is found for any text
+
+
+def test_a_reindex_stores_unit_vectors_for_chunks_indexed_without_them(collection, corpus):
+    """Chunks indexed before unit vectors were stored get them from a reindex."""
+    collection_ingest(collection=collection, locations=[str(corpus)])
+    Chunk.objects.filter(collection=collection).update(unit_vectors=None)
+
+    collection_ingest(collection=collection, reindex=True)
+
+    chunks = Chunk.objects.filter(collection=collection).select_related("source")
+    assert chunks.exists()
+    for chunk in chunks:
+        keys, _ = unit_vectors_unpack(chunk.unit_vectors)
+        assert keys == [unit_key(get_embedder().profile, t) for t in _units(chunk)]

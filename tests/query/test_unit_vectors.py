@@ -1,0 +1,158 @@
+"""An extractive answer reads its sentences' vectors from the chunks, stored at ingestion.
+
+Real PostgreSQL, the real ingestion pipeline and the real embedder
+(all-MiniLM-L6-v2). What reaches the model is recorded by wrapping the real
+embedder's ``encode``: every call still runs the model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from collections_app.embedding import get_embedder
+from collections_app.embedding.unit_vectors import unit_vectors_pack, unit_vectors_unpack
+from collections_app.ingestion.types import EmbeddingProfile
+from collections_app.models import Chunk
+from collections_app.services import collection_ingest
+from query_app.pipeline import extractive
+from query_app.pipeline.embed_cache import question_cache_clear
+from query_app.services import QueryRequest, query_answer
+from tests.support.documents import INSTALL, REFUNDS
+
+pytestmark = pytest.mark.django_db
+
+BACKUPS = """# Backup handbook
+
+## Schedule
+
+Backups run every night at 02:00 UTC. Each backup is kept for 30 days and then deleted.
+
+## Restoring
+
+- Open the admin console and choose Restore.
+- Pick the backup by its date; the newest is listed first.
+"""
+
+QUESTION = "How long is each backup kept?"
+ANSWER = "Each backup is kept for 30 days and then deleted."
+
+
+@pytest.fixture
+def docs(collection, tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "install.md").write_text(INSTALL)
+    (root / "refunds.md").write_text(REFUNDS)
+    (root / "backups.md").write_text(BACKUPS)
+    collection_ingest(collection=collection, locations=[str(root)])
+    return collection
+
+
+@pytest.fixture
+def model_texts(monkeypatch):
+    """The texts the model is asked to embed, from a process whose caches are cold."""
+    embedder = get_embedder()
+    real = embedder.encode
+    texts: list[str] = []
+
+    def encode(batch):  # type: ignore[no-untyped-def]
+        texts.extend(batch)
+        return real(batch)
+
+    monkeypatch.setattr(embedder, "encode", encode)
+    _cold(monkeypatch)
+    return texts
+
+
+def _cold(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(extractive, "_vectors", extractive._VectorCache())
+    question_cache_clear()
+
+
+def _ask(user):  # type: ignore[no-untyped-def]
+    run = query_answer(user=user, request=QueryRequest(collection="docs", question=QUESTION))
+    generate = next(step for step in run.trace if step["stage"] == "generate")
+    assert generate["details"]["generator"] == "extractive"
+    return run
+
+
+def _all_units(collection) -> set[str]:  # type: ignore[no-untyped-def]
+    return {
+        text
+        for chunk in Chunk.objects.filter(collection=collection).select_related("source")
+        for text in extractive.read_as_texts(
+            chunk.text, title=chunk.source.title, location=chunk.source.location
+        )
+    }
+
+
+def test_an_answer_over_ingested_passages_sends_only_the_question_to_the_model(
+    docs, user, model_texts
+):
+    run = _ask(user)
+
+    assert ANSWER in run.answer
+    assert model_texts == [QUESTION]  # retrieval's probe; no sentence of any passage
+    assert _all_units(docs)
+
+
+def test_chunks_indexed_without_unit_vectors_give_the_same_answer(
+    docs, user, model_texts, monkeypatch
+):
+    stored = _ask(user)
+    Chunk.objects.filter(collection=docs).update(unit_vectors=None)
+    _cold(monkeypatch)
+    model_texts.clear()
+
+    embedded = _ask(user)
+
+    assert embedded.answer == stored.answer
+    assert ANSWER in embedded.answer
+    assert [c["spans"] for c in embedded.citations] == [c["spans"] for c in stored.citations]
+    # This time the passages' sentences were embedded while the question waited.
+    assert set(model_texts) & _all_units(docs)
+
+
+def test_vectors_stored_under_another_model_are_never_used(docs, user, model_texts, monkeypatch):
+    expected = _ask(user)
+    # Each chunk's units stored again with wrong vectors, keyed by another model's profile.
+    other = EmbeddingProfile(
+        provider="sentence-transformers", model="another-model", dimensions=384
+    )
+    for chunk in Chunk.objects.filter(collection=docs).select_related("source"):
+        texts = extractive.read_as_texts(
+            chunk.text, title=chunk.source.title, location=chunk.source.location
+        )
+        _, vectors = unit_vectors_unpack(chunk.unit_vectors)
+        Chunk.objects.filter(pk=chunk.pk).update(
+            unit_vectors=unit_vectors_pack(other, texts, -vectors) if texts else None
+        )
+    _cold(monkeypatch)
+    model_texts.clear()
+
+    answered = _ask(user)
+
+    assert answered.answer == expected.answer
+    assert set(model_texts) & _all_units(docs)
+
+
+def test_a_stored_vector_is_what_the_answer_scores(docs, user, model_texts, monkeypatch):
+    """Proof that the stored vectors are read: the answer's sentence's vector, turned
+    away from every question, and the answer no longer quotes it."""
+    assert ANSWER in _ask(user).answer
+    for chunk in Chunk.objects.filter(collection=docs, text__contains=ANSWER):
+        profile = get_embedder().profile
+        texts = extractive.read_as_texts(
+            chunk.text, title=chunk.source.title, location=chunk.source.location
+        )
+        _, vectors = unit_vectors_unpack(chunk.unit_vectors)
+        vectors = vectors.copy()
+        for row, text in enumerate(texts):
+            if text.endswith(ANSWER):
+                vectors[row] = -vectors[row]
+        Chunk.objects.filter(pk=chunk.pk).update(
+            unit_vectors=unit_vectors_pack(profile, texts, vectors)
+        )
+    _cold(monkeypatch)
+
+    assert ANSWER not in _ask(user).answer
