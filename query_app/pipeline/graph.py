@@ -155,7 +155,7 @@ GRAPHS.add(
 )
 
 # Adaptive: the route node picks no retrieval, a single shot (the balanced path,
-# no grader) or the iterative corrective path.
+# checked offline, never a model call) or the iterative corrective path.
 _SINGLE = {
     ("single:transform", ANY): "single:retrieve",
     ("single:retrieve", ANY): "single:fuse",
@@ -164,6 +164,12 @@ _SINGLE = {
     # leaves the single shot for the iterative path's bridge hop.
     ("single:rerank", ANY): "single:evaluate",
     ("single:evaluate", "bridge"): "rewrite",
+    # Evidence that shares too few of the question's words (a vocabulary gap): one
+    # rewritten search, fused with the first; partly relevant evidence: refined.
+    ("single:evaluate", "retry"): "single:rewrite",
+    ("single:rewrite", ANY): "single:retrieve",
+    ("single:evaluate", "ambiguous"): "single:refine",
+    ("single:refine", ANY): "single:assemble",
     ("single:evaluate", ANY): "single:assemble",
     ("single:assemble", ANY): "single:generate",
     ("single:generate", ANY): "single:groundedness",
@@ -184,6 +190,8 @@ GRAPHS.add(
                     "fuse",
                     "rerank",
                     "evaluate",
+                    "refine",
+                    "rewrite",
                     "assemble",
                     "generate",
                     "groundedness",
@@ -198,7 +206,7 @@ GRAPHS.add(
             **_SINGLE,
             **_RETRIEVAL_EDGES,
         },
-        exhausted={"rewrite": "web"},
+        exhausted={"rewrite": "web", "single:rewrite": "single:assemble"},
         recovers={"web": "found"},
     ),
 )

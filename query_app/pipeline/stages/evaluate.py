@@ -24,7 +24,7 @@ from query_app.pipeline.types import Candidate, TraceStep
 
 GRADERS = ("auto", "offline", "llm")
 # What the evaluate node may decide: a verdict, or a bridge hop before answering.
-OUTCOMES = ("correct", "ambiguous", "incorrect", "bridge")
+OUTCOMES = ("correct", "ambiguous", "incorrect", "bridge", "retry")
 
 
 def cover_parts(
@@ -82,7 +82,7 @@ class EvaluateStage(Stage):
                 else f"score gate: top cosine is clearly {'strong' if gated == 'correct' else 'weak'}"
             )
         else:
-            # The adaptive single shot only checks for a bridge: never a model call there.
+            # The adaptive single shot is checked offline: never a model call there.
             single = self.node.startswith("single:")
             chat = state.chat if o.grader != "offline" and not single else None
             if o.grader == "llm" and chat is None and not single:
@@ -100,6 +100,10 @@ class EvaluateStage(Stage):
             kept = list(state.notes["best_kept"])
             step.details["kept_from_earlier"] = True
         outcome = result.verdict
+        single = self.node.startswith("single:")
+        if single and outcome == "incorrect" and state.iteration == 0 and o.max_iterations:
+            # The adaptive single shot's one correction: a rewritten search (graph.py).
+            outcome = "retry"
         # Multi-hop: evidence that defines a term of the question (a glossary line) sends
         # its definition to the rewrite node once, as a bridge probe (bridging.py).
         # A question that describes a thing instead of naming it ("the dock that a Q3
