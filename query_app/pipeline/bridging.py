@@ -194,7 +194,7 @@ def bridge_find(question: str, kept: Sequence[Candidate]) -> Bridge | None:
 # the company was founded": a noun phrase with a relative clause describes something
 # whose name the answer's document uses instead.
 _DESCRIBED_RE = re.compile(
-    r"\b(?:the|a|an)\s+(?:[\w\-.]+\s+){0,4}?(?:that|which|whose|where|who)\s+\w",
+    r"\b(?:the|a|an)\s+(?:[\w\-.]+\s+){0,4}?(?P<clause>(?:that|which|whose|where|who)\s+\w)",
     re.IGNORECASE,
 )
 # A code or identifier: letters and digits together (QD-2, SKU-30112), or a path.
@@ -205,6 +205,8 @@ _CODE_RE = re.compile(
 _NAME_RE = re.compile(r"(?<=[\w,)] )[A-Z][a-z][\w\-]+")
 # Versions, dates and times name nothing another document would be found by.
 _NOT_A_NAME_RE = re.compile(r"^v?\d[\d.\-:/]*$|^\d{4}-\d{2}")
+# The question's words as written, to find a row's value in it.
+_SPELLED_RE = re.compile(r"[\w\-]+(?:\.\d+)*")
 # How many names a unit gives the bridge probe (codes first).
 MAX_NAMES = 3
 # The unit must be about the question: this share of its words, at least two of them.
@@ -253,6 +255,28 @@ def _names(unit: str, asked: set[str]) -> list[str]:
     return names[:MAX_NAMES]
 
 
+def _about(unit: str, asked: set[str], spelled: str) -> tuple[float, float]:
+    """How much of the question ``unit`` is about: the share of the question's words it
+    holds, and the share of its own words that are the question's (the closer fit).
+
+    A table row's field counts once more when the question spells out its value next
+    to a word of its key ("20 webhook endpoints" for ``webhook_endpoints: 20``): of
+    two rows with the same words, that is the one the question describes.
+    """
+    terms = set(content_terms(unit.replace("_", " ")))
+    shared = asked & terms
+    if len(shared) < 2:
+        return 0.0, 0.0
+    fields = re.findall(r"(?:^|;\s*)([\w\-]+):\s*([^;]+)", unit) if ";" in unit else []
+    pairs = sum(
+        1
+        for key, value in fields
+        if f" {value.strip().lower()} " in spelled
+        and asked & set(content_terms(key.replace("_", " ")))
+    )
+    return (len(shared) + pairs) / len(asked), len(shared) / len(terms)
+
+
 def entity_bridge(question: str, kept: Sequence[Candidate]) -> Bridge | None:
     """For a question that describes a thing ("the dock that a Q3 of revision C uses"),
     the names the evidence gives it ("QD-2"), as a bridge probe.
@@ -268,29 +292,31 @@ def entity_bridge(question: str, kept: Sequence[Candidate]) -> Bridge | None:
     asked = set(content_terms(question))
     if len(asked) < 2:
         return None
-    best: tuple[float, str, str] | None = None
+    spelled = " " + " ".join(_SPELLED_RE.findall(question.lower())) + " "
+    best: tuple[float, float, str, str] | None = None
     for candidate in kept[:DEPTH]:
         for unit in _units(candidate.text):
-            shared = asked & set(content_terms(unit))
-            share = len(shared) / len(asked)
-            if (
-                len(shared) >= 2
-                and share >= MIN_UNIT_COVERAGE
-                and (best is None or share > best[0])
-            ):
-                best = (share, unit, candidate.chunk_id)
+            share, density = _about(unit, asked, spelled)
+            if share >= MIN_UNIT_COVERAGE and (best is None or (share, density) > best[:2]):
+                best = (share, density, unit, candidate.chunk_id)
     if best is None:
         return None
-    _, unit, chunk_id = best
+    _, _, unit, chunk_id = best
     names = _names(unit, asked)
     if not names:
         return None
     keywords = list(dict.fromkeys(w.lower() for w in content_words(question)))
-    stripped = question.rstrip(" ?.!")
+    # Read for the answer as asking about the named thing: the description gives
+    # way to the names ("How much is the dock (QD-2)?"), or the answer would quote
+    # the row the description matches instead of the one about the thing.
+    described = _DESCRIBED_RE.search(question)
+    head = question[: described.start("clause")] if described else question
+    stripped = head.rstrip(" ,?.!")
+    ending = question[len(question.rstrip(" ?.!")) :]
     return Bridge(
         term="",
         definition=unit[:200],
         probe=" ".join([*keywords, *names]),
         chunk_id=chunk_id,
-        resolved=f"{stripped} ({', '.join(names)}){question[len(stripped) :]}",
+        resolved=f"{stripped} ({', '.join(names)}){ending}",
     )
