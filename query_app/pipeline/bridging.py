@@ -12,6 +12,11 @@ both reach the context (the answer cites across the two documents).
 Only explicit definitions count (a glossary entry ``**Term**: ...``, "Term is the
 name of ...", "Term (formerly ...)", "also known as"), so an ordinary passage that
 merely mentions a term of the question never triggers a hop.
+
+An entity bridge is the same hop for a question that describes a thing instead of
+naming it ("the dock that a Quillmate Q3 of revision C uses"): the evidence's unit
+that the description points at ("dock: QD-2") gives the name, and the answer is
+read as asking about it ("How much is the dock (QD-2)?").
 """
 
 from __future__ import annotations

@@ -7,8 +7,13 @@ clearly weak. With a chat model the grader is one structured call; a malformed
 reply falls back to the offline grader with a warning. An "incorrect" verdict
 keeps the best evidence any earlier iteration found, so a worse rewrite never
 replaces a better retrieval. Evidence that defines a term of the question (a
-glossary line: "Tier B: the Priority plan") makes the outcome ``bridge`` once: the
-rewrite node searches the definition's words next to the question (multi-hop).
+glossary line: "Tier B: the Priority plan"), or names a thing the question only
+describes ("the dock that a Q3 uses": "QD-2"), makes the outcome ``bridge`` once:
+the rewrite node searches those words next to the question (multi-hop). After the
+hops of a multi-part question, each part's best passage is kept right after the
+best passage overall. At the adaptive single shot's node (``single:evaluate``,
+always offline), "incorrect" evidence makes the outcome ``retry`` once: one
+rewritten search.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ grader judges whether the hop's own passages suffice for its sub-question; when
 they are "incorrect" the sub-question is searched once more with an offline
 rewrite (pseudo-relevance feedback or its keywords) and the better of the two
 is kept. Every hop, check and re-probe is in the trace; the fuse node then
-merges the lists (RRF), so the answer can cite across documents.
+merges the lists (RRF), so the answer can cite across documents, and the evaluate
+node keeps each part's best passage (``part_leads``) in the evidence.
 """
 
 from __future__ import annotations
