@@ -252,12 +252,20 @@ class Grade:
     model_calls: int = 0
 
 
-def chunk_relevance(question: str, candidate: Candidate) -> float:
-    """0..1 from retrieval signals: cosine, keyword coverage, cross-encoder score."""
+def chunk_relevance(question: str, candidate: Candidate, *, to_question: bool = True) -> float:
+    """0..1 from retrieval signals: cosine, keyword coverage, cross-encoder score.
+
+    ``to_question``: when a rewritten probe was searched, the cosine to the question
+    and the question's words in the passage, not the probe's scores (the probe
+    carries words of the passages it came from). Without it, the retrieval signals
+    as found: how the passages compare with each other for refining.
+    """
     signals: list[float] = []
-    if candidate.vector_similarity is not None:
-        signals.append(_clamp((candidate.vector_similarity - 0.1) / 0.6))
-    coverage = candidate.keyword_coverage
+    judged = to_question and candidate.question_similarity is not None
+    cosine = candidate.question_similarity if judged else candidate.vector_similarity
+    if cosine is not None:
+        signals.append(_clamp((cosine - 0.1) / 0.6))
+    coverage = None if judged else candidate.keyword_coverage
     if coverage is None:
         wanted = set(content_terms(question))
         have = set(content_terms(candidate.text + " " + candidate.source_title))
@@ -269,22 +277,37 @@ def chunk_relevance(question: str, candidate: Candidate) -> float:
 
 
 def grade_offline(question: str, kept: Sequence[Candidate], *, upper: float, lower: float) -> Grade:
+    """The verdict from the best passage's relevance to the question; each passage's
+    relevance (what refine keeps) from its retrieval signals."""
     if not kept:
         return Grade("incorrect", {}, "heuristic", "no passage cleared the relevance floor")
-    relevance = {c.chunk_id: chunk_relevance(question, c) for c in kept}
-    top = max(relevance.values())
+    relevance = {c.chunk_id: chunk_relevance(question, c, to_question=False) for c in kept}
+    top = max(chunk_relevance(question, c) for c in kept)
     if top >= upper:
         verdict = "correct"
     elif top <= lower:
         verdict = "incorrect"
     else:
         verdict = "ambiguous"
-    return Grade(verdict, relevance, "heuristic", f"top relevance {top:.3f}")
+    probe_top = max(relevance.values())
+    reason = f"top relevance {top:.3f}"
+    if abs(probe_top - top) >= 0.0005:
+        reason += f" to the question ({probe_top:.3f} to the rewritten probe)"
+    return Grade(verdict, relevance, "heuristic", reason)
 
 
 def score_gate(kept: Sequence[Candidate], *, strong: float, weak: float) -> str:
     """correct / incorrect when the top cosine is clearly strong / weak; "" otherwise."""
-    cosines = [c.vector_similarity for c in kept if c.vector_similarity is not None]
+    cosines = [
+        similarity
+        for c in kept
+        if (
+            similarity := c.question_similarity
+            if c.question_similarity is not None
+            else c.vector_similarity
+        )
+        is not None
+    ]
     if not kept:
         return "incorrect"
     if not cosines:
@@ -334,7 +357,7 @@ def grade(
         relevance = (
             {c.chunk_id: s for c, s in zip(kept, scores, strict=True)}
             if scores
-            else {c.chunk_id: chunk_relevance(question, c) for c in kept}
+            else {c.chunk_id: chunk_relevance(question, c, to_question=False) for c in kept}
         )
         return Grade(verdict, relevance, "llm", reason or "the chat model's verdict", [], 1)
     fallback = grade_offline(question, kept, upper=upper, lower=lower)

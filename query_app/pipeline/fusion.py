@@ -103,6 +103,9 @@ def _merge(per_probe: Sequence[Sequence[Candidate]], *, prefer: Any) -> dict[str
             keep.vector_similarity = similarity
             keep.keyword_coverage = coverage
             keep.exact_match = existing.exact_match or cand.exact_match
+            keep.question_similarity = _max_optional(
+                existing.question_similarity, cand.question_similarity
+            )
             if keep.embedding is None:
                 keep.embedding = existing.embedding if keep is cand else cand.embedding
             merged[cand.chunk_id] = keep

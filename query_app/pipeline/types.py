@@ -102,6 +102,11 @@ class Candidate:
     keyword_coverage: float | None = None
     # Found by the keyword leg with the question's codes / quoted phrases required.
     exact_match: bool = False
+    # Cosine similarity to the question itself, set when a rewritten probe (not the
+    # question) is among those searched: the probe's own similarity and keyword
+    # coverage say how well the passage matches the probe, not the question, so the
+    # corrective grader judges by this instead.
+    question_similarity: float | None = None
     # Indexes of the probes that found the chunk, with its rank in each.
     probe_ranks: dict[int, int] = field(default_factory=dict)
     embedding: np.ndarray | None = field(default=None, repr=False, compare=False)
@@ -138,6 +143,7 @@ class Candidate:
             "vector_similarity": self.vector_similarity,
             "keyword_coverage": self.keyword_coverage,
             "exact_match": self.exact_match,
+            "question_similarity": self.question_similarity,
             "probe_ranks": {str(k): v for k, v in self.probe_ranks.items()},
         }
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, TypedDict, cast
+
+import numpy as np
 
 from query_app.pipeline.embed_cache import QuestionVectors, question_vectors
 from query_app.pipeline.keyword import KeywordResult, keyword_search
@@ -16,7 +19,7 @@ from query_app.pipeline.retrieval import (
     retrieve_probe,
 )
 from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
-from query_app.pipeline.types import TraceStep
+from query_app.pipeline.types import Candidate, TraceStep
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -43,6 +46,8 @@ class RetrieveDetails(TypedDict, total=False):
     cache: str
     # Probes whose vectors came from the question cache (embed_cache.py).
     vectors_cached: int
+    # Rewritten probes whose candidates carry their cosine to the question.
+    judged_by_question: list[str]
 
 
 class RetrieveStage(Stage):
@@ -60,6 +65,10 @@ class RetrieveStage(Stage):
         collection = state.query.collection
         legs = RETRIEVAL_MODES.get(o.retrieval.mode).legs
         probes = list(state.probes)
+        question = state.search_question
+        rewritten = {
+            p for p in state.notes.get("rewritten_probes", ()) if p in probes and p != question
+        }
         vectors: list[Any] = [None] * len(probes)
         keyword: list[KeywordResult | None] = [None] * len(probes)
         encoding: Future[QuestionVectors] | None = None
@@ -84,7 +93,7 @@ class RetrieveStage(Stage):
             encoded = encoding.result()
             vectors = list(encoded.vectors)
             details["vectors_cached"] = encoded.cached
-        per_probe = []
+        per_probe: list[list[Candidate]] = []
         probe_details = []
         for index, (probe, vector) in enumerate(zip(probes, vectors, strict=True)):
             result = retrieve_probe(
@@ -94,11 +103,14 @@ class RetrieveStage(Stage):
                 vector=vector,
                 options=o,
                 keyword=keyword[index],
-                with_embeddings=o.fusion.mmr,
+                with_embeddings=o.fusion.mmr or probe in rewritten,
             )
-            per_probe.append(result.candidates)
+            per_probe.append(list(result.candidates))
             probe_details.append({"candidates": len(result.candidates), **result.details})
             step.warnings += result.warnings
+        if rewritten:
+            per_probe = _judged_by_question(per_probe, probes, vectors, question, rewritten)
+            details["judged_by_question"] = sorted(rewritten)
         details.update(
             {
                 "mode": o.retrieval.mode,
@@ -117,3 +129,38 @@ class RetrieveStage(Stage):
         if d.get("candidate_k"):
             parts.append(f"k={d['candidate_k']}")
         return parts
+
+
+def _judged_by_question(
+    per_probe: list[list[Candidate]],
+    probes: list[str],
+    vectors: list[Any],
+    question: str,
+    rewritten: set[str],
+) -> list[list[Candidate]]:
+    """Each candidate with its similarity to the question itself.
+
+    A rewritten probe matches its own words: pseudo-relevance feedback adds words
+    (and codes) of the passages it came from, so they match it however far they
+    are from the question. Its candidates keep their retrieval scores, lose the
+    exact-match standing that only the question's own codes give, and carry the
+    cosine to the question (the question is searched beside the probe, so its
+    vector is at hand; none in keyword-only retrieval).
+    """
+    asked = vectors[probes.index(question)] if question in probes else None
+    judged = []
+    for probe, candidates in zip(probes, per_probe, strict=True):
+        redone = []
+        for candidate in candidates:
+            if probe not in rewritten:
+                similarity = candidate.vector_similarity
+                redone.append(replace(candidate, question_similarity=similarity))
+                continue
+            similarity = None
+            if asked is not None and candidate.embedding is not None:
+                a, b = np.asarray(asked, dtype=np.float32), candidate.embedding
+                norms = float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0
+                similarity = float(np.dot(a, b)) / norms
+            redone.append(replace(candidate, question_similarity=similarity, exact_match=False))
+        judged.append(redone)
+    return judged

@@ -70,7 +70,16 @@ class RewriteStage(Stage):
             probe_kind="fusion",
             generation=None,
             groundedness=None,
-            notes={**state.notes, "probes_tried": (*tried, probe), "bridge_probe": ""},
+            notes={
+                **state.notes,
+                "probes_tried": (*tried, probe),
+                "bridge_probe": "",
+                # What a rewrite finds is judged against the question, not the probe
+                # (a bridge searches a definition the question lacks: judged as found).
+                "rewritten_probes": (*state.notes.get("rewritten_probes", ()), probe)
+                if judged.source != "bridge"
+                else state.notes.get("rewritten_probes", ()),
+            },
         )
 
     def summary(self, details: Mapping[str, Any]) -> list[str]:
