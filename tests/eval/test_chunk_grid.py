@@ -7,6 +7,7 @@ embedder, real database); the collection of a setting holds chunks cut to it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import itertools
 import json
 import sys
@@ -18,6 +19,7 @@ from collections_app.models import Chunk
 from eval_app.harness import eval_run_create, eval_run_execute
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SAMPLE_MAKE = BENCHMARKS.parent / "eval" / "scifact_sample" / "make.py"
 
 SENTENCES = [
     "Vitamin D supplements raised bone mineral density in older women over two years.",
@@ -108,3 +110,23 @@ def test_each_chunk_setting_is_ingested_into_its_own_collection(lab, tmp_path, s
     assert len(bones) >= 2
     assert all(b.char_start < a.char_end for a, b in itertools.pairwise(bones))
     assert set(lab.case_scores(runs[20], "fast")) == {"q1", "q2"}
+
+
+def test_a_sample_of_queries_keeps_their_judged_documents_and_seeded_others(tmp_path):
+    """eval/scifact_sample/make.py --queries: the same seed, the same sample."""
+    spec = importlib.util.spec_from_file_location("sample_make", SAMPLE_MAKE)
+    assert spec is not None and spec.loader is not None
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    data = write_dataset(tmp_path / "tiny")
+    first, second = tmp_path / "a", tmp_path / "b"
+    counts = make.build(data, first, others=1, seed=0, queries=1)
+    make.build(data, second, others=1, seed=0, queries=1)
+    assert counts == {"documents": 2, "judged": 1, "queries": 1}
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+    (query,) = [json.loads(line) for line in (first / "queries.jsonl").read_text().splitlines()]
+    qrels = (first / "qrels" / "test.tsv").read_text().splitlines()
+    assert len(qrels) == 2 and qrels[1].split("\t")[0] == query["_id"]
+    kept = {json.loads(line)["_id"] for line in (first / "corpus.jsonl").read_text().splitlines()}
+    assert qrels[1].split("\t")[1] in kept
