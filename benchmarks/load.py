@@ -7,7 +7,9 @@ PostgreSQL and broker under a temporary RAGSITE_VAR_DIR (removed at the end),
 with the demo corpus and the golden dataset's corpus ingested, and with
 ``--corpus pubmedqa`` (the default) also the first ``--documents`` documents
 judged relevant in ``eval/pubmedqa_faq`` (biomedical abstracts and their
-FAQ-shaped versions), whose questions are then asked. First a warm-up, with
+FAQ-shaped versions), whose questions are then asked. ``--sizes 2x4,1x8``
+compares gunicorn sizes on the same corpus: each size is started in turn and
+gets its own warm-up and scenarios. First a warm-up, with
 the largest number of askers: every distinct question once (caches cold; its
 figures are printed too). Then, for each of ``--scenarios``
 (``ASKERS+UPLOADERS``, e.g. ``20+0,10+5``), for ``--seconds``:
@@ -97,12 +99,20 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=400, help="pubmedqa documents")
     parser.add_argument("--workers", type=int, help="gunicorn workers (default: its config)")
     parser.add_argument("--threads", type=int, help="gunicorn threads (default: its config)")
+    parser.add_argument(
+        "--sizes",
+        help="gunicorn sizes to compare, WORKERSxTHREADS comma-separated (e.g. 2x4,1x8): "
+        "each gets its own start, warm-up and scenarios on the same corpus",
+    )
     parser.add_argument("--questions", choices=["novel", "repeat"], default="novel")
     parser.add_argument("--profile", type=Path, help="py-spy the web workers (first scenario)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
     scenarios = [tuple(int(n) for n in s.split("+")) for s in args.scenarios.split(",")]
+    sizes: list[tuple[int | None, int | None]] = (
+        [_size(s) for s in args.sizes.split(",")] if args.sizes else [(args.workers, args.threads)]
+    )
 
     var = isolated_django_setup(
         name="load",
@@ -115,63 +125,25 @@ def main() -> None:
     try:
         askers = max(a for a, _ in scenarios)
         uploaders = max(u for _, u in scenarios)
-        tokens, base, questions = _site(var, log, processes, args, askers, uploaders)
-        answered = _warm_up(base, tokens, askers, questions)
-        if args.questions == "novel":
-            counter = itertools.count(1)
-            questions = _Novel(questions, counter)
-        for number, (n_ask, n_up) in enumerate(scenarios):
-            print(f"scenario: {n_ask} askers + {n_up} uploaders for {args.seconds:.0f} s")
-            spy = _spy(processes[-1], args.profile) if args.profile and number == 0 else None
-            asked, uploaded = Tally(), Tally()
-            stop = time.monotonic() + args.seconds
-            threads = [
-                threading.Thread(
-                    target=_asker, args=(base, tokens[f"asker{n}"], stop, asked, n, questions)
-                )
-                for n in range(n_ask)
-            ] + [
-                threading.Thread(
-                    target=_uploader, args=(base, tokens[f"uploader{n}"], stop, uploaded, n)
-                )
-                for n in range(n_up)
-            ]
-            cpu_before = _cpu(processes, var)
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            cpu = {k: v - cpu_before.get(k, 0.0) for k, v in _cpu(processes, var).items()}
-            print(
-                "  CPU seconds: "
-                + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
-                + f" (of {2 * args.seconds:.0f} on 2 cores; os.cpu_count() {os.cpu_count()})"
+        tokens, questions = _site(var, log, processes, args, askers, uploaders)
+        answered = 0
+        counter = itertools.count(1)
+        for index, (workers, threads) in enumerate(sizes):
+            if index:
+                _stop(processes.pop())
+            base = _web(log, processes, workers, threads, tokens["asker0"])
+            answered += _scenarios(
+                args, var, processes, base, tokens, questions, scenarios, counter, index == 0
             )
-            answered += len(asked.latencies) - len(asked.errors)
-            _print("  ask", asked, args)
-            if n_up:
-                _print("  upload", uploaded, args)
-            if uploaded.extra:
-                print(
-                    f"  upload to job end: p50 {percentile(uploaded.extra, 0.5) * 1000:.0f} ms, "
-                    f"p95 {percentile(uploaded.extra, 0.95) * 1000:.0f} ms"
-                )
-            if spy is not None:
-                _spy_report(spy, args.profile)
     finally:
         for process in reversed(processes):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            _stop(process)
         log.close()
     try:
         from query_app.models import QueryRun
 
         # The web server has stopped (and flushed whatever it held): every answer is stored.
-        stored = QueryRun.objects.filter(collection__slug="load").count() - 1  # minus _ready's
+        stored = QueryRun.objects.filter(collection__slug="load").count() - len(sizes)  # _ready's
         # At least one per answer received; a request the client gave up on is
         # still answered and stored by the site.
         print(f"stored runs: {stored} for {answered} answers received (none may be missing)")
@@ -181,6 +153,69 @@ def main() -> None:
         embedded_server_stop(data_dir=var / "pgdata")
         if args.keep:
             atexit.unregister(shutil.rmtree)
+
+
+def _size(text: str) -> tuple[int | None, int | None]:
+    workers, _, threads = text.partition("x")
+    return int(workers), int(threads)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _scenarios(  # type: ignore[no-untyped-def]
+    args, var, processes, base, tokens, corpus_questions, scenarios, counter, first_size
+) -> int:
+    """The warm-up, then each scenario against the web server just started; answers received."""
+    askers = max(a for a, _ in scenarios)
+    answered = _warm_up(base, tokens, askers, corpus_questions)
+    questions = _Novel(corpus_questions, counter) if args.questions == "novel" else corpus_questions
+    for number, (n_ask, n_up) in enumerate(scenarios):
+        print(f"scenario: {n_ask} askers + {n_up} uploaders for {args.seconds:.0f} s")
+        profile = args.profile and number == 0 and first_size
+        spy = _spy(processes[-1], args.profile) if profile else None
+        asked, uploaded = Tally(), Tally()
+        stop = time.monotonic() + args.seconds
+        threads = [
+            threading.Thread(
+                target=_asker, args=(base, tokens[f"asker{n}"], stop, asked, n, questions)
+            )
+            for n in range(n_ask)
+        ] + [
+            threading.Thread(
+                target=_uploader, args=(base, tokens[f"uploader{n}"], stop, uploaded, n)
+            )
+            for n in range(n_up)
+        ]
+        cpu_before = _cpu(processes, var)
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        cpu = {k: v - cpu_before.get(k, 0.0) for k, v in _cpu(processes, var).items()}
+        print(
+            "  CPU seconds: "
+            + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
+            + f" (of {2 * args.seconds:.0f} on 2 cores; os.cpu_count() {os.cpu_count()})"
+        )
+        answered += len(asked.latencies) - len(asked.errors)
+        _print("  ask", asked, args)
+        if n_up:
+            _print("  upload", uploaded, args)
+        if uploaded.extra:
+            print(
+                f"  upload to job end: p50 {percentile(uploaded.extra, 0.5) * 1000:.0f} ms, "
+                f"p95 {percentile(uploaded.extra, 0.95) * 1000:.0f} ms"
+            )
+        if spy is not None:
+            _spy_report(spy, args.profile)
+    return answered
 
 
 class _Novel(list):  # type: ignore[type-arg]
@@ -267,7 +302,7 @@ def _pubmedqa(folder: Path, documents: int) -> list[str]:
 
 
 def _site(var, log, processes, args, askers, uploaders):  # type: ignore[no-untyped-def]
-    """Migrate, create the users and collections, ingest the corpora, start the site."""
+    """Migrate, create the users and collections, ingest the corpora, start the worker."""
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
@@ -300,35 +335,50 @@ def _site(var, log, processes, args, askers, uploaders):  # type: ignore[no-unty
         user = users.objects.create_user(username=name, password=f"{name}-pw-long")
         membership_set(collection=inbox, user=user, role="write")
         tokens[name] = Token.objects.create(user=user).key
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = dict(os.environ)
-    python_bin = Path(sys.executable).parent
     processes.append(
         subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "ragsite", "worker", "--pool=threads",
              "--concurrency=2", "--loglevel=WARNING"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
         )
     )  # fmt: skip
+    return tokens, questions
+
+
+def _web(log, processes, workers, threads, token):  # type: ignore[no-untyped-def]
+    """Start gunicorn (its config's size, or ``workers`` x ``threads``); its address once it answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    python_bin = Path(sys.executable).parent
     sizing = []
-    if args.workers:
-        sizing += ["--workers", str(args.workers)]
-    if args.threads:
-        sizing += ["--threads", str(args.threads)]
+    if workers:
+        sizing += ["--workers", str(workers)]
+    if threads:
+        sizing += ["--threads", str(threads)]
     config = ROOT / "ragsite" / "gunicorn_conf.py"
     processes.append(
         subprocess.Popen(
             [str(python_bin / "gunicorn"), "ragsite.wsgi:application", "--bind",
              f"127.0.0.1:{port}", "--timeout", "300",
              *(["--config", str(config)] if config.exists() else []), *sizing],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
         )
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    _ready(base, tokens["asker0"])
-    return tokens, base, questions
+    _ready(base, token)
+    print(f"web server: {_sizing(workers, threads)}")
+    return base
+
+
+def _sizing(workers: int | None, threads: int | None) -> str:
+    """The web server's size as it runs (the config's where not given)."""
+    import runpy
+
+    config = runpy.run_path(str(ROOT / "ragsite" / "gunicorn_conf.py"))
+    return (
+        f"gunicorn {workers or config['workers']} workers x {threads or config['threads']} threads"
+    )
 
 
 def _ready(base: str, token: str) -> None:

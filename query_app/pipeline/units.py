@@ -196,8 +196,23 @@ def _subtitle_marked(groups: list[tuple[str, list[_Line]]]) -> list[tuple[str, l
     return groups
 
 
+# Passages recur across questions (a few chunks answer many of them), and cutting
+# one into sentences took a fifth of the web workers' CPU under load
+# (benchmarks/load.py): the units of recently read passages are kept, per process.
+UNITS_CACHE_ENTRIES = 4096
+
+
 def text_units(text: str) -> list[TextUnit]:
     """The units of ``text`` in order, titles and edge fragments marked."""
+    return list(_units_cached(text))  # the caller's own list: the kept one never changes
+
+
+@lru_cache(maxsize=UNITS_CACHE_ENTRIES)
+def _units_cached(text: str) -> tuple[TextUnit, ...]:
+    return tuple(_text_units(text))
+
+
+def _text_units(text: str) -> list[TextUnit]:
     units: list[TextUnit] = []
     for kind, lines in _subtitle_marked(_group(_lines(text))):
         if kind in ("blank", "fence"):
