@@ -43,8 +43,8 @@ with one search, adaptive took 2.7 s in all, corrective 4.6 s). Grader: first ve
 beyond the interval); adaptive - corrective +0.000 [+0.000, +0.000] at 79 % of
 corrective's mean latency (75 against 95 ms: NOT met there, where retrieval over the
 larger index is most of the time: 41 of the 50 take one search, 2 a retry, 1 a bridge,
-6 the iterative path); the
-grader's first verdicts 42 correct / 6 ambiguous / 2 incorrect, wrong "incorrect" 0.
+6 the iterative path); the grader's first verdicts 42 correct / 6 ambiguous / 2
+incorrect, wrong "incorrect" 0.
 
 Before (2026-11-30, run 10 of ragsite_bench_corrective, with the bridge hops of
 bridging.py and refine keeping the best passage whole): corrective 0.954 / 0.916 / 0.907
