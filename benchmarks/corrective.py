@@ -35,7 +35,13 @@ endpoint Quillmate scanners upload their scans to")); on vocabulary-gap +0.131 [
 and sentence embeddings of the earlier profiles cached: on the 86 cases both answer
 with one search, adaptive took 2.7 s in all, corrective 4.6 s). Grader: first verdicts
 82 correct / 29 ambiguous / 11 incorrect on 122 answerable cases; wrong "incorrect" 4 =
-3.3 % (target <= 5 %). SciFact, first 50 queries (run 12, `--beir
+3.3 % (target <= 5 %). Run 13, on commit 6b94eab (which adds 916dc08: what a
+rewritten probe finds is judged against the question): corrective 0.958 / 0.911 / 0.903
+/ 0.828, adaptive 0.958 / 0.915 / 0.906 / 0.828; corrective - balanced all +0.035
+[+0.015, +0.057], corrective+multi-hop +0.092 [+0.027, +0.159], vocabulary-gap +0.120
+[+0.007, +0.247] (all better); adaptive - corrective +0.001 [+0.000, +0.004] at 52 % of
+its mean latency (23 against 44 ms, the machine less loaded); rewrites per case 0.32
+and 0.20; wrong "incorrect" 3.3 %. SciFact, first 50 queries (run 12, `--beir
 /work/shared/eval/scifact --limit 50`; the whole corpus ingested, 5,183 documents in
 11,874 chunks, 50 minutes on the loaded machine): recall@5 / MRR / nDCG@10 fast 0.837 /
 0.774 / 0.793, balanced 0.849 / 0.804 / 0.822, corrective and adaptive 0.849 / 0.814 /
