@@ -41,7 +41,7 @@ rewritten probe finds is judged against the question): corrective 0.958 / 0.911 
 [+0.015, +0.057], corrective+multi-hop +0.092 [+0.027, +0.159], vocabulary-gap +0.120
 [+0.007, +0.247] (all better); adaptive - corrective +0.001 [+0.000, +0.004] at 52 % of
 its mean latency (23 against 44 ms, the machine less loaded); rewrites per case 0.32
-and 0.20; wrong "incorrect" 3.3 %. SciFact, first 50 queries (run 12, `--beir
+and 0.20; wrong "incorrect" 3.3 %. SciFact, first 50 queries (run 12, on 6c1aca1, `--beir
 /work/shared/eval/scifact --limit 50`; the whole corpus ingested, 5,183 documents in
 11,874 chunks, 50 minutes on the loaded machine): recall@5 / MRR / nDCG@10 fast 0.837 /
 0.774 / 0.793, balanced 0.849 / 0.804 / 0.822, corrective and adaptive 0.849 / 0.814 /
