@@ -322,12 +322,13 @@ def main() -> None:
     rows.sort(key=lambda row: names.index(row[0]))  # stable: settings stay in order
 
     width = max([44, *(len(row[1]) for row in rows)])
-    header = f"{'dataset':14} {'system':{width}} " + " ".join(f"{m:>21}" for m in METRICS)
+    data_width = max([14, *(len(row[0]) for row in rows)])
+    header = f"{'dataset':{data_width}} {'system':{width}} " + " ".join(f"{m:>21}" for m in METRICS)
     print()
     print(header)
     print("-" * len(header))
     for name, label, cells, _info in rows:
-        print(f"{name:14} {label:{width}} " + " ".join(f"{c:>21}" for c in cells))
+        print(f"{name:{data_width}} {label:{width}} " + " ".join(f"{c:>21}" for c in cells))
     if args.grid:
         print("\npaired nDCG@10 difference to the first chunk setting (95% bootstrap)")
         for (name, label), settings_scores in per_case.items():
@@ -338,7 +339,7 @@ def main() -> None:
                     [scores[c] for c in shared], [first[c] for c in shared], seed=0
                 )
                 print(
-                    f"{name:14} {label}{suffix} vs{first_suffix}: "
+                    f"{name:{data_width}} {label}{suffix} vs{first_suffix}: "
                     f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] ({len(shared)} cases)"
                 )
 
