@@ -27,7 +27,6 @@ golden dataset with the fast profile's passages (benchmarks/extractive.py).
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -166,7 +165,7 @@ def _candidates(
         top = units[0].text.lstrip("#").strip() if units and units[0].title else ""
         section = top
         for position, unit in enumerate(units):
-            if position and _is_heading(unit):
+            if position and unit.heading:
                 heading = unit.text.lstrip("#").strip()
                 section = f"{top} > {heading}" if top else heading
             if unit.quotable and looks_like_instruction(unit.text):
@@ -183,18 +182,6 @@ def _candidates(
                 )
                 quotes.append((quote, following))
     return quotes, skipped_instructions, below_floor
-
-
-# "Page 1 of 2", "- 3 -": page furniture, not a section heading.
-_FOOTER_RE = re.compile(r"^(?:page\s+\d+(?:\s+of\s+\d+)?|-?\s*\d+\s*-?)$", re.IGNORECASE)
-# A table's header or rule ("| Key | Default |", "| --- |") and a contents entry
-# ("- 4. Vault maintenance (page 4)") are not quotable, but no heading either.
-_NOT_HEADING_RE = re.compile(r"^\s*(?:\||[-*+•]\s)")
-
-
-def _is_heading(unit: TextUnit) -> bool:
-    """Whether ``unit`` starts a section (its text names what the units below are about)."""
-    return unit.title and not _FOOTER_RE.match(unit.text) and not _NOT_HEADING_RE.match(unit.text)
 
 
 def _read_as(quote: Quote) -> str:

@@ -33,6 +33,8 @@ _FENCE_RE = re.compile(r"^[ \t]*(```|~~~)")
 _TERMINAL = (".", "!", "?", ":", ";", '"', "'", ")", "]", "”", "`")
 _SENTENCE_END = (".", "!", "?", '"', "'", ")", "”", "`")
 # A table-of-contents line: "2. Backup schedules (page 2)", "Restoring ........ 12".
+# "Page 1 of 2", "- 3 -": page furniture, a title but no section heading.
+_FOOTER_RE = re.compile(r"^(?:page\s+\d+(?:\s+of\s+\d+)?|-?\s*\d+\s*-?)$", re.IGNORECASE)
 _TOC_ENTRY_RE = re.compile(r"\((?:page|p\.)\s*\d+\)$|\.{4,}\s*\d+$", re.IGNORECASE)
 # Words at most in a line that stands alone as a title.
 TITLE_MAX_WORDS = 8
@@ -51,6 +53,9 @@ class TextUnit:
     kind: str = SENTENCE
     # A heading, a standalone title line, a table header or rule, a page footer.
     title: bool = False
+    # A title that names what the units after it are about (a heading or a title
+    # line); a table's header or rule, a contents entry and a page footer are not.
+    heading: bool = False
     # Cut by the passage's edges (a chunk boundary fell inside it).
     fragment: bool = False
 
@@ -226,7 +231,18 @@ def _text_units(text: str) -> list[TextUnit]:
         if kind == "code":
             units.append(TextUnit(body, start, start + len(body), kind=CODE))
         elif kind == "title":
-            units.append(TextUnit(_fold(body), start, start + len(body), kind=ROW, title=True))
+            first = lines[0].text
+            furniture = _TABLE_RE.match(first) or _BULLET_RE.match(first) or _FOOTER_RE.match(body)
+            units.append(
+                TextUnit(
+                    _fold(body),
+                    start,
+                    start + len(body),
+                    kind=ROW,
+                    title=True,
+                    heading=not furniture,
+                )
+            )
         elif kind == "row":
             cells = [c.strip() for c in body.strip("|").split("|")]
             units.append(TextUnit(" | ".join(c for c in cells if c), start, start + len(body), ROW))

@@ -98,6 +98,8 @@ def test_a_unit_is_read_under_its_markdown_heading_not_a_table_header_or_content
         "## [retention]\n\n| Key | Default |\n| --- | --- |\n| `keep_daily` | 14 |\n\n"
         "## [encryption]\n\n- `key_rotation_days`: data keys are rotated every 90 days.\n"
     )
+    headings = [u.text for u in text_units(text) if u.heading]
+    assert headings == ["# Settings reference", "## [retention]", "## [encryption]"]
     candidate = Candidate(
         chunk_id="c",
         source_id=1,
