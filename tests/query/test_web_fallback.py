@@ -53,13 +53,6 @@ EVIL_PAGE = html_page(
 
 
 @pytest.fixture
-def search() -> Iterator[ScriptedSearchServer]:
-    server = ScriptedSearchServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def site() -> Iterator[ScriptedSearchServer]:
     server = ScriptedSearchServer().start()
     yield server

@@ -15,6 +15,7 @@ import pytest
 from django.core.cache import caches
 
 from tests.support.chat_server import ScriptedChatServer
+from tests.support.search_server import ScriptedSearchServer
 
 
 @pytest.fixture
@@ -113,6 +114,14 @@ def no_chat_model(rag_set) -> None:  # type: ignore[no-untyped-def]
 def chat_server() -> Iterator[ScriptedChatServer]:
     """A scripted OpenAI-compatible chat server on 127.0.0.1 (no LLM runs here)."""
     server = ScriptedChatServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def search() -> Iterator[ScriptedSearchServer]:
+    """A scripted SearxNG-compatible search server on 127.0.0.1 (no search engine runs here)."""
+    server = ScriptedSearchServer().start()
     yield server
     server.stop()
 

@@ -23,13 +23,6 @@ MERCURY = "What is the boiling point of mercury at sea level?"
 
 
 @pytest.fixture
-def search() -> Iterator[ScriptedSearchServer]:
-    server = ScriptedSearchServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def site() -> Iterator[ScriptedSearchServer]:
     server = ScriptedSearchServer().start()
     server.pages = {
