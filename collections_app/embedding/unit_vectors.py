@@ -1,12 +1,19 @@
-"""The vectors of a passage's readable units, computed with the passage at ingestion.
+"""The vectors of a passage's readable units, computed once and stored with the passage.
 
 An extractive answer scores every unit of its passages (sentences, list items,
 table rows) by the cosine between the question's vector and the unit's, the
 unit read with its document's title and section. Embedding those units while
 a question waits was most of an answer's CPU; the units of a chunk and the
 text embedded for each follow from the chunk's text and its document's title
-alone, so ingestion embeds them once, beside the chunk's own vector, and
-stores them on the chunk (``Chunk.unit_vectors``).
+alone, so they are embedded once per chunk and stored on it
+(``Chunk.unit_vectors``). When is set by ``RAG["ingestion"]["unit_vectors"]``:
+
+- ``first-use`` (the default): the first answer that reads a passage embeds
+  its units and stores them (``unit_vectors_fill``); ingestion embeds only the
+  passages, at the raw model's pace, and a unit is still embedded once per
+  site, not per answer nor per process;
+- ``ingestion``: ingestion embeds them beside the passages (about 1.7 times
+  the embedding work), so that no answer ever waits for them.
 
 What the answering side embeds for a chunk is its business: it registers a
 reader in ``UNIT_READERS`` (this app imports no other). Each stored vector is
@@ -40,6 +47,7 @@ _MAGIC = b"UV\x01"
 _HEADER = struct.Struct("<3scHI")  # magic + version, dtype code, dimensions, count
 KEY_BYTES = 8
 STORED_DTYPE = np.dtype(np.float32)
+WHEN = ("first-use", "ingestion")
 
 
 class UnitReader(Protocol):
@@ -131,16 +139,54 @@ def unit_vectors_compute(embedder: _Encoder, chunks: Sequence[ChunkUnits]) -> li
     ]
 
 
-def unit_vectors_load(*, chunk_ids: Iterable[str]) -> dict[bytes, np.ndarray]:
-    """The stored unit vectors of these chunks, by key (chunks without them add nothing)."""
+def unit_vectors_when() -> str:
+    """``RAG["ingestion"]["unit_vectors"]``: when a passage's units are embedded (see above)."""
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    when = str(settings.RAG["ingestion"].get("unit_vectors", WHEN[0]))
+    if when not in WHEN:
+        raise ImproperlyConfigured(
+            f"RAG_UNIT_VECTORS is {when!r}; it must be one of {', '.join(WHEN)}"
+        )
+    return when
+
+
+def unit_vectors_load(
+    *, chunk_ids: Iterable[str], fill: _Encoder | None = None
+) -> dict[bytes, np.ndarray]:
+    """The stored unit vectors of these chunks, by key.
+
+    A passage stored without them adds nothing, unless ``fill`` (the
+    collection's embedder) is given: then its units are embedded now and
+    stored on it, so that the next answer finds them (a summary node has no
+    units of its own to store).
+    """
     from collections_app.models import Chunk
 
     ids = list(dict.fromkeys(chunk_ids))
     if not ids:
         return {}
     found: dict[bytes, np.ndarray] = {}
-    blobs = Chunk.objects.filter(pk__in=ids, unit_vectors__isnull=False).order_by()
-    for blob in blobs.values_list("unit_vectors", flat=True):
-        keys, vectors = unit_vectors_unpack(blob)
-        found.update(zip(keys, vectors, strict=True))
+    rows = Chunk.objects.filter(pk__in=ids).order_by()
+    if fill is None:
+        rows = rows.filter(unit_vectors__isnull=False)
+    missing: list[tuple[str, ChunkUnits]] = []
+    for pk, kind, blob, text, title, location in rows.values_list(
+        "pk", "kind", "unit_vectors", "text", "source__title", "source__location"
+    ):
+        if blob is not None:
+            keys, vectors = unit_vectors_unpack(blob)
+            found.update(zip(keys, vectors, strict=True))
+        elif kind == Chunk.Kind.PASSAGE:
+            missing.append((pk, ChunkUnits(text=text, title=title, location=location)))
+    if fill is not None and missing:
+        blobs = unit_vectors_compute(fill, [units for _, units in missing])
+        for (pk, _), made in zip(missing, blobs, strict=True):
+            if made is None:
+                continue
+            # Only where none is stored yet: a concurrent answer stored the same.
+            Chunk.objects.filter(pk=pk, unit_vectors__isnull=True).update(unit_vectors=made)
+            keys, vectors = unit_vectors_unpack(made)
+            found.update(zip(keys, vectors, strict=True))
     return found

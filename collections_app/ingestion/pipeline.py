@@ -26,7 +26,11 @@ from typing import Any
 from django.db import InterfaceError, OperationalError, connection, transaction
 
 from collections_app.embedding import Embedder, get_embedder
-from collections_app.embedding.unit_vectors import ChunkUnits, unit_vectors_compute
+from collections_app.embedding.unit_vectors import (
+    ChunkUnits,
+    unit_vectors_compute,
+    unit_vectors_when,
+)
 from collections_app.ingestion import storage
 from collections_app.ingestion.chunking import CHUNKERS
 from collections_app.ingestion.fetch import fetch_url, read_path
@@ -119,6 +123,7 @@ class IngestionRun:
     def __post_init__(self) -> None:
         self.report = IngestionReport(collection=self.collection.slug, reindex=self.reindex)
         self.limits = IngestionLimits.from_settings()
+        self.units_at_ingestion = unit_vectors_when() == "ingestion"
         self.embedder: Embedder = get_embedder(self.collection.embedding_config)
         self._check_profile()
         name = self.chunking or self.collection.chunking_strategy
@@ -435,10 +440,15 @@ class IngestionRun:
     def _embed_units(self, pending: list[_Pending]) -> list[bytes | None]:
         """Per chunk of ``pending`` (in order), its units' vectors for extractive answers.
 
-        Embedded now, with the passages, so that no answer embeds them while a
-        question waits (``collections_app.embedding.unit_vectors``); in steps of
-        ``EMBED_PROGRESS_CHUNKS`` chunks, heeding a stop between them.
+        With ``RAG["ingestion"]["unit_vectors"]`` = ``ingestion``, embedded now,
+        with the passages, so that no answer embeds them while a question waits
+        (``collections_app.embedding.unit_vectors``); in steps of
+        ``EMBED_PROGRESS_CHUNKS`` chunks, heeding a stop between them. By
+        default (``first-use``) none: the first answer that reads a passage
+        embeds and stores them.
         """
+        if not self.units_at_ingestion:
+            return [None] * sum(len(p.drafts) for p in pending)
         chunks = [
             ChunkUnits(text=d.text, title=p.source.title, location=p.source.location)
             for p in pending

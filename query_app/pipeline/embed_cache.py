@@ -9,8 +9,8 @@ collection reindexed with another model asks for vectors under another profile
 and never gets the old model's. ``question_cache_clear`` empties it.
 
 The extractive answer's sentences have their vectors stored with their chunks
-at ingestion (``collections_app.embedding.unit_vectors``): ``cached_encoder``
-reads them, and embeds only what is not stored.
+(``collections_app.embedding.unit_vectors``): ``cached_encoder`` reads them,
+stores those of a passage read for the first time, and embeds only the rest.
 
 The misses of threads that embed at the same time are encoded together: the
 first caller runs the model on everything waiting (up to ``MAX_BATCH_TEXTS``
@@ -249,18 +249,31 @@ def question_vectors(embedder: Embedder, texts: Sequence[str]) -> QuestionVector
     return QuestionVectors(np.vstack([found[t] for t in texts]), cached)
 
 
+class _BatchedEncoder:
+    """``embedder`` as ``unit_vectors_load`` fills with it: through the micro-batcher, counted."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.profile = embedder.profile
+        self._batcher = _batcher(embedder)
+        self.encoded = 0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.encoded += len(texts)
+        return self._batcher.encode(list(texts))
+
+
 class CachedEncoder:
     """``embedder.encode`` that takes the vectors already made from where they are kept.
 
     For the extractive answer's scoring, which embeds the question with the
     candidate sentences: the question's vector comes from retrieval's cache,
-    and a sentence's from the vectors stored with its chunk at ingestion
-    (``chunk_ids``: the passages'; read once, on the first call that needs
-    them). Only the rest (passages indexed before unit vectors were stored,
-    web pages, a sentence read otherwise than at ingestion) reaches the model,
-    through the micro-batcher. Sentences are not added to the question cache
-    (their scorer keeps its own). ``stored`` and ``encoded`` count the texts
-    served each way.
+    and a sentence's from the vectors stored with its chunk (``chunk_ids``:
+    the passages'; read once, on the first call that needs them; a passage
+    without them has its units embedded then and stored). Only the rest (web
+    pages, a sentence read otherwise than the stored units) reaches the model
+    on a later call, through the micro-batcher. Sentences are not added to the
+    question cache (their scorer keeps its own). ``stored`` counts the texts
+    served from stored vectors, ``encoded`` every text the model embedded.
     """
 
     def __init__(self, embedder: Embedder, *, chunk_ids: Sequence[str] = ()) -> None:
@@ -276,7 +289,11 @@ class CachedEncoder:
         if not self.chunk_ids:
             return None
         if self._units is None:
-            self._units = unit_vectors_load(chunk_ids=self.chunk_ids)
+            # A passage without stored units gets them now, through the
+            # micro-batcher, and keeps them for the next answer.
+            filler = _BatchedEncoder(self.embedder)
+            self._units = unit_vectors_load(chunk_ids=self.chunk_ids, fill=filler)
+            self.encoded += filler.encoded
         return self._units.get(unit_key(self.embedder.profile, text))
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:

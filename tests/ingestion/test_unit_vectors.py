@@ -6,6 +6,8 @@ Real PostgreSQL, the real ingestion pipeline and the real embedder
 
 from __future__ import annotations
 
+import unittest.mock
+
 import numpy as np
 import pytest
 
@@ -34,6 +36,14 @@ Backups run every night at 02:00 UTC. Each backup is kept for 30 days.
 | Basic | 2 |
 | Pro | 5 |
 """
+
+
+@pytest.fixture(autouse=True)
+def units_at_ingestion(settings):
+    settings.RAG = {
+        **settings.RAG,
+        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": "ingestion"},
+    }
 
 
 @pytest.fixture
@@ -103,6 +113,40 @@ def test_a_reindex_with_another_model_stores_that_models_unit_vectors(
         after.update(keys)
     assert before and after
     assert not before & after  # no vector of the old model is found for any text
+
+
+def test_by_default_ingestion_embeds_the_passages_alone(collection, corpus, settings):
+    settings.RAG = {
+        **settings.RAG,
+        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": "first-use"},
+    }
+    embedder = get_embedder()
+    embedded: list[str] = []
+    real = embedder.encode
+
+    def encode(texts):  # type: ignore[no-untyped-def]
+        embedded.extend(texts)
+        return real(texts)
+
+    with unittest.mock.patch.object(embedder, "encode", encode):
+        collection_ingest(collection=collection, locations=[str(corpus)])
+
+    chunks = Chunk.objects.filter(collection=collection)
+    assert chunks.exists()
+    assert len(embedded) == chunks.count()  # one text per passage, no unit
+    assert not chunks.filter(unit_vectors__isnull=False).exists()
+
+
+def test_an_unknown_setting_is_a_clear_error(collection, corpus, settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.RAG = {
+        **settings.RAG,
+        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": "sometimes"},
+    }
+    with pytest.raises(ImproperlyConfigured, match="RAG_UNIT_VECTORS is 'sometimes'; it must be"):
+        collection_ingest(collection=collection, locations=[str(corpus)])
+    assert not Chunk.objects.filter(collection=collection).exists()
 
 
 def test_a_reindex_stores_unit_vectors_for_chunks_indexed_without_them(collection, corpus):

@@ -7,10 +7,11 @@ embedder's ``encode``: every call still runs the model.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from collections_app.embedding import get_embedder
-from collections_app.embedding.unit_vectors import unit_vectors_pack, unit_vectors_unpack
+from collections_app.embedding.unit_vectors import unit_key, unit_vectors_pack, unit_vectors_unpack
 from collections_app.ingestion.types import EmbeddingProfile
 from collections_app.models import Chunk
 from collections_app.services import collection_ingest
@@ -37,8 +38,7 @@ QUESTION = "How long is each backup kept?"
 ANSWER = "Each backup is kept for 30 days and then deleted."
 
 
-@pytest.fixture
-def docs(collection, tmp_path):
+def _ingest(collection, tmp_path):  # type: ignore[no-untyped-def]
     root = tmp_path / "corpus"
     root.mkdir()
     (root / "install.md").write_text(INSTALL)
@@ -46,6 +46,21 @@ def docs(collection, tmp_path):
     (root / "backups.md").write_text(BACKUPS)
     collection_ingest(collection=collection, locations=[str(root)])
     return collection
+
+
+@pytest.fixture
+def docs(collection, tmp_path):
+    """Ingested as by default: no unit stored until an answer reads its passage."""
+    return _ingest(collection, tmp_path)
+
+
+@pytest.fixture
+def docs_units_at_ingestion(collection, tmp_path, settings):
+    settings.RAG = {
+        **settings.RAG,
+        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": "ingestion"},
+    }
+    return _ingest(collection, tmp_path)
 
 
 @pytest.fixture
@@ -86,14 +101,43 @@ def _all_units(collection) -> set[str]:  # type: ignore[no-untyped-def]
     }
 
 
-def test_an_answer_over_ingested_passages_sends_only_the_question_to_the_model(
-    docs, user, model_texts
+def test_units_embedded_at_ingestion_leave_only_the_question_to_the_model(
+    docs_units_at_ingestion, user, model_texts
 ):
     run = _ask(user)
 
     assert ANSWER in run.answer
     assert model_texts == [QUESTION]  # retrieval's probe; no sentence of any passage
-    assert _all_units(docs)
+    assert _all_units(docs_units_at_ingestion)
+
+
+def test_the_first_answer_stores_the_units_it_reads_and_the_next_embeds_only_its_question(
+    docs, user, model_texts, monkeypatch
+):
+    assert not Chunk.objects.filter(collection=docs, unit_vectors__isnull=False).exists()
+
+    first = _ask(user)
+
+    assert ANSWER in first.answer
+    assert set(model_texts) & _all_units(docs)  # the passages' units, embedded once
+    cited = {c["chunk_id"] for c in first.citations}
+    stored = Chunk.objects.filter(collection=docs, unit_vectors__isnull=False)
+    assert cited and cited <= set(stored.values_list("pk", flat=True))
+    embedder = get_embedder()
+    for chunk in stored.select_related("source"):
+        texts = extractive.read_as_texts(
+            chunk.text, title=chunk.source.title, location=chunk.source.location
+        )
+        keys, vectors = unit_vectors_unpack(chunk.unit_vectors)
+        assert keys == [unit_key(embedder.profile, t) for t in texts]
+        np.testing.assert_allclose(vectors, embedder.encode(texts), atol=1e-4)
+    _cold(monkeypatch)
+    model_texts.clear()
+
+    again = _ask(user)
+
+    assert model_texts == [QUESTION]
+    assert again.answer == first.answer
 
 
 def test_chunks_indexed_without_unit_vectors_give_the_same_answer(
@@ -109,8 +153,10 @@ def test_chunks_indexed_without_unit_vectors_give_the_same_answer(
     assert embedded.answer == stored.answer
     assert ANSWER in embedded.answer
     assert [c["spans"] for c in embedded.citations] == [c["spans"] for c in stored.citations]
-    # This time the passages' sentences were embedded while the question waited.
+    # This time the passages' sentences were embedded while the question waited,
+    # and stored again.
     assert set(model_texts) & _all_units(docs)
+    assert Chunk.objects.filter(collection=docs, unit_vectors__isnull=False).exists()
 
 
 def test_vectors_stored_under_another_model_are_never_used(docs, user, model_texts, monkeypatch):
