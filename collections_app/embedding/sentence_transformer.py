@@ -7,20 +7,32 @@ model's modules (transformer, pooling, normalisation) exactly as
 attention mask hides. On CUDA the transformer runs in fp16 (pooling in fp32),
 batches are larger, and tokenizing runs on a thread of its own feeding the
 model, since at GPU speed the tokenizer is the bound.
+
+Small batches on the CPU (a question, the sentences of an answer) run an fp32
+ONNX copy of the same modules on ONNX Runtime (``onnx_fp32``): PyTorch eager's
+fixed cost per operator dominates such short inputs. The vectors agree with
+PyTorch's to ~1e-7, so ingestion and questions share one embedding profile.
+When the model cannot be exported, a warning says why and PyTorch runs them.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from collections_app.embedding.batching import TokenBatch, length_batches, prefetched
 from collections_app.ingestion.types import EmbeddingProfile
+
+if TYPE_CHECKING:
+    from collections_app.embedding.onnx_fp32 import OnnxSmallBatches
+
+logger = logging.getLogger(__name__)
 
 # Batches up to this size (a question, a few variants, the candidate sentences of
 # an extractive answer) run on one thread: under load, 20-40 sentences encoded in
@@ -75,6 +87,7 @@ class SentenceTransformerEmbedder:
         batch_tokens: int = 0,
         device: str = "cpu",
         parallel_tokenize: bool | None = None,
+        onnx_small_batches: bool | None = None,
     ):
         # Never reach for a model hub: models are local directories or cached ids.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -110,6 +123,13 @@ class SentenceTransformerEmbedder:
             else None
         )
         self._pad_id = int(self.tokenizer.pad_token_id or 0)
+        from collections_app.embedding.onnx_fp32 import onnx_enabled
+
+        # None: RAG_EMBEDDING_ONNX decides (on unless set off).
+        wanted = onnx_enabled() if onnx_small_batches is None else onnx_small_batches
+        self._onnx_pending = wanted and self.device == "cpu"
+        self._onnx: OnnxSmallBatches | None = None
+        self._model_source = model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors of ``texts``, in their order."""
@@ -125,10 +145,55 @@ class SentenceTransformerEmbedder:
                     show_progress_bar=False,
                 )
                 return np.asarray(vectors, dtype=np.float32)
+            if len(texts) <= SMALL_BATCH:
+                onnx = self._small_batch_model()
+                if onnx is not None:
+                    return self._run_onnx(onnx, texts)
             batches = self.batches(texts)
             if self.parallel_tokenize:
                 batches = prefetched(batches, depth=4)
             return self._run(batches, len(texts))
+
+    @property
+    def onnx_active(self) -> bool:
+        """Whether small batches run on ONNX Runtime (known once one has been encoded)."""
+        return self._onnx is not None
+
+    def _small_batch_model(self) -> OnnxSmallBatches | None:
+        """The fp32 ONNX copy for small batches: exported (or read) at the first one.
+
+        None when it is off, or when the export failed; then a warning said why,
+        once, and PyTorch runs every batch.
+        """
+        if not self._onnx_pending:
+            return self._onnx
+        self._onnx_pending = False
+        from collections_app.embedding.onnx_fp32 import OnnxSmallBatches, model_cache_dir
+
+        try:
+            self._onnx = OnnxSmallBatches(
+                self._model, tokens=self._tokens, pad_id=self._pad_id, cache_dir=model_cache_dir()
+            )
+        except Exception as exc:  # any failure leaves PyTorch, which always works
+            logger.warning(
+                "embedding model %s: small batches stay on PyTorch, its ONNX export is "
+                "unusable (%s); set RAG_EMBEDDING_ONNX=0 to skip the attempt",
+                self._model_source,
+                exc,
+            )
+        return self._onnx
+
+    def _run_onnx(self, onnx: OnnxSmallBatches, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.profile.dimensions), dtype=np.float32)
+        for batch in length_batches(
+            self._tokens,
+            texts,
+            max_tokens=self.batch_tokens,
+            max_rows=self.max_rows,
+            pad_id=self._pad_id,
+        ):
+            out[batch.indices] = onnx.run(batch)
+        return out
 
     def batches(self, texts: Sequence[str]) -> Iterator[dict[str, Any]]:
         """The model's inputs for ``texts``: token batches as tensors, with their indices."""
