@@ -2,13 +2,16 @@
 """Ingestion throughput on a real HTML corpus (PostgreSQL 15 documentation).
 
 Prints pages/s, chunks/s, embeddings/s, peak RSS, the ratio of end-to-end
-chunks/s to the raw model's encode throughput on the same texts (the chunks,
-and with ``--units ingestion`` also their units, which ingestion then embeds for
-extractive answers; measured in the same run), the raw encode of the units
-(what answers embed on first use otherwise), and the cost of a second,
-unchanged run.
+chunks/s to the raw model's encode throughput on the same texts, measured in the
+same run, and the cost of a second, unchanged run. With units embedded after the
+passages (``--units after``, the default) two ratios: until the passages are
+searchable (the run less its ``units`` stage) against the raw encode of the
+chunks, and the whole run against the raw encode of the chunks and their units;
+with ``--units ingestion`` (units embedded with the passages) the whole run
+against both; with ``first-use`` against the chunks alone.
 
-Usage: .venv/bin/python benchmarks/ingest_throughput.py [--limit N] [--units first-use|ingestion] [--rounds 2]
+Usage: .venv/bin/python benchmarks/ingest_throughput.py [--limit N]
+       [--units after|first-use|ingestion] [--rounds 2]
 Installs Debian's postgresql-doc-15 when its HTML pages are missing.
 """
 
@@ -43,8 +46,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="ingest only the first N pages")
     parser.add_argument(
         "--units",
-        choices=["first-use", "ingestion"],
-        help="when units are embedded (default: RAG_UNIT_VECTORS, i.e. first-use)",
+        choices=["after", "first-use", "ingestion"],
+        help="when units are embedded (default: RAG_UNIT_VECTORS, i.e. after)",
     )
     parser.add_argument(
         "--rounds",
@@ -107,17 +110,19 @@ def main() -> None:
 
     raw_chunks_s, raw_units_s = raw_encode()
     ingest_s = [first_s]
+    units_s = [report.stage_seconds.get("units", 0.0)]
     # Further rounds (--rounds): a reindex (every chunk embedded again) and the raw
     # encode once more, alternating, so a change in the machine's load falls on both.
     for _ in range(args.rounds - 1):
         started = time.perf_counter()
-        collection_ingest(collection=collection, locations=locations, reindex=True)
+        again = collection_ingest(collection=collection, locations=locations, reindex=True)
         ingest_s.append(time.perf_counter() - started)
+        units_s.append(again.stage_seconds.get("units", 0.0))
         more_chunks_s, more_units_s = raw_encode()
         raw_chunks_s += more_chunks_s
         raw_units_s += more_units_s
-    # What this run's ingestion embedded: the chunks, and the units only when set so.
-    raw_s = raw_chunks_s + (raw_units_s if when == "ingestion" else 0.0)
+    # What this run's ingestion embedded: the chunks, and their units unless first-use.
+    raw_s = raw_chunks_s + (raw_units_s if when != "first-use" else 0.0)
 
     started = time.perf_counter()
     second = collection_ingest(collection=collection, locations=locations).as_dict()
@@ -144,10 +149,17 @@ def main() -> None:
     print(
         f"raw model encode of the same {len(texts)} chunk texts, {len(ingest_s)} times: "
         f"{raw_chunks_s:.1f} s; of their {len(units)} units: {raw_units_s:.1f} s (unit vectors: {when}, so "
-        f"ingestion embeds {'both' if when == 'ingestion' else 'the chunks alone'}: "
+        f"ingestion embeds {'the chunks alone' if when == 'first-use' else 'both'}: "
         f"{raw_cps:.1f} chunks/s raw)"
     )
     print(f"ratio end-to-end / raw model: {e2e_cps / raw_cps:.3f} (target >= 0.85)")
+    if when == "after":
+        searchable_s = sum(ingest_s) - sum(units_s)
+        print(
+            f"until searchable (runs less their units stage, {sum(units_s):.1f} s): "
+            f"{chunks * len(ingest_s) / searchable_s:.1f} chunks/s; ratio to the raw encode of "
+            f"the chunks alone: {raw_chunks_s / searchable_s:.3f} (target >= 0.85)"
+        )
     print(
         f"second run (unchanged): {second_s:.2f} s, embeddings computed {second['embeddings_computed']}, "
         f"{100 * second_s / first_s:.1f}% of the first run (target <= 5%)"

@@ -412,10 +412,11 @@ RAG: dict[str, Any] = {
         # changed template re-embeds every source (it is in the chunker's fingerprint).
         "chunk_header": env_str("RAG_CHUNK_HEADER", ""),
         # When a passage's sentences, list items and rows are embedded for
-        # extractive answers (collections_app.embedding.unit_vectors): "first-use"
-        # (the first answer that reads the passage, then stored with it) or
-        # "ingestion" (beside the passage: ~1.7x the embedding work, no answer waits).
-        "unit_vectors": env_str("RAG_UNIT_VECTORS", "first-use"),
+        # extractive answers (collections_app.embedding.unit_vectors): "after" (by
+        # the ingestion run once its passages are stored and searchable), "first-use"
+        # (by the first answer that reads the passage) or "ingestion" (beside the
+        # passages, before they are stored). Stored with the chunk in every case.
+        "unit_vectors": env_str("RAG_UNIT_VECTORS", "after"),
         "max_file_bytes": env_int("RAG_MAX_FILE_BYTES", 50 * 1024 * 1024),
         "max_text_chars": env_int("RAG_MAX_TEXT_CHARS", 20_000_000),
         "max_pdf_pages": env_int("RAG_MAX_PDF_PAGES", 2000),

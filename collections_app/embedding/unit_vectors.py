@@ -8,12 +8,15 @@ text embedded for each follow from the chunk's text and its document's title
 alone, so they are embedded once per chunk and stored on it
 (``Chunk.unit_vectors``). When is set by ``RAG["ingestion"]["unit_vectors"]``:
 
-- ``first-use`` (the default): the first answer that reads a passage embeds
-  its units and stores them (``unit_vectors_fill``); ingestion embeds only the
-  passages, at the raw model's pace, and a unit is still embedded once per
-  site, not per answer nor per process;
-- ``ingestion``: ingestion embeds them beside the passages (about 1.7 times
-  the embedding work), so that no answer ever waits for them.
+- ``after`` (the default): an ingestion run first stores and indexes its
+  passages, which are searchable from then on at the raw model's pace, then
+  embeds their units before it ends (about 0.7 times the passages' embedding
+  work again); an answer that reads a passage before then embeds them itself;
+- ``first-use``: never during ingestion; the first answer that reads a passage
+  embeds its units and stores them (``unit_vectors_load(fill=...)``), so a
+  unit is still embedded once per site, not per answer nor per process;
+- ``ingestion``: beside the passages, before they are stored (the passages
+  become searchable only once their units are embedded too).
 
 What the answering side embeds for a chunk is its business: it registers a
 reader in ``UNIT_READERS`` (this app imports no other). Each stored vector is
@@ -47,7 +50,7 @@ _MAGIC = b"UV\x01"
 _HEADER = struct.Struct("<3scHI")  # magic + version, dtype code, dimensions, count
 KEY_BYTES = 8
 STORED_DTYPE = np.dtype(np.float32)
-WHEN = ("first-use", "ingestion")
+WHEN = ("after", "first-use", "ingestion")
 
 
 class UnitReader(Protocol):

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 SourceStatus = Literal["pending", "ingested", "unchanged", "failed", "quarantined", "removed"]
-STAGES = ("load", "validate", "chunk", "embed", "upsert")
+STAGES = ("load", "validate", "chunk", "embed", "upsert", "units")
 
 
 def names_with_counts(names: Iterable[str]) -> str:

@@ -37,7 +37,7 @@ def test_ingesting_a_directory_stores_chunks_with_offsets_and_embeddings(collect
     assert data["sources_ingested"] == 3
     assert data["sources_failed"] == 0
     assert data["embeddings_computed"] == data["chunks_written"] > 0
-    assert set(data["stage_seconds"]) == {"load", "validate", "chunk", "embed", "upsert"}
+    assert set(data["stage_seconds"]) == {"load", "validate", "chunk", "embed", "upsert", "units"}
     for chunk in Chunk.objects.filter(collection=collection).select_related("source"):
         assert chunk.source.text[chunk.char_start : chunk.char_end].strip()
         assert len(chunk.embedding) == 384

@@ -115,11 +115,79 @@ def test_a_reindex_with_another_model_stores_that_models_unit_vectors(
     assert not before & after  # no vector of the old model is found for any text
 
 
-def test_by_default_ingestion_embeds_the_passages_alone(collection, corpus, settings):
+def _when(settings, when: str) -> None:  # type: ignore[no-untyped-def]
     settings.RAG = {
         **settings.RAG,
-        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": "first-use"},
+        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": when},
     }
+
+
+def test_by_default_the_run_embeds_the_units_once_its_passages_are_stored(
+    collection, corpus, settings
+):
+    from django.conf import settings as live
+
+    _when(settings, "after")
+    embedder = get_embedder()
+    calls: list[tuple[list[str], int]] = []  # texts embedded, chunks stored at the time
+    real = embedder.encode
+
+    def encode(texts):  # type: ignore[no-untyped-def]
+        calls.append((list(texts), Chunk.objects.filter(collection=collection).count()))
+        return real(texts)
+
+    messages: list[str] = []
+    with unittest.mock.patch.object(embedder, "encode", encode):
+        report = collection_ingest(
+            collection=collection,
+            locations=[str(corpus)],
+            run_options={"progress": lambda run, message: messages.append(message)},
+        )
+
+    chunks = list(Chunk.objects.filter(collection=collection).select_related("source"))
+    passages = {c.text for c in chunks}
+    units = {t for c in chunks for t in _units(c)}
+    # The passages first, then the units, once every passage was stored.
+    first_unit_call = next(i for i, (texts, _) in enumerate(calls) if set(texts) & units)
+    assert all(set(texts) <= passages for texts, _ in calls[:first_unit_call])
+    assert all(stored == len(chunks) for _, stored in calls[first_unit_call:])
+    for chunk in chunks:
+        keys, vectors = unit_vectors_unpack(chunk.unit_vectors)
+        assert keys == [unit_key(embedder.profile, t) for t in _units(chunk)]
+        np.testing.assert_allclose(vectors, real(_units(chunk)), atol=1e-4)
+    assert report.stage_seconds["units"] > 0
+    assert any(m.startswith("preparing extractive answers: sentences of") for m in messages)
+    assert live.RAG["ingestion"]["unit_vectors"] == "after"
+
+
+def test_a_failure_embedding_the_units_is_a_warning_of_a_run_whose_sources_are_ingested(
+    collection, corpus, settings
+):
+    _when(settings, "after")
+    embedder = get_embedder()
+    real = embedder.encode
+    passages = 0
+
+    def encode(texts):  # type: ignore[no-untyped-def]
+        nonlocal passages
+        if Chunk.objects.filter(collection=collection).exists():
+            raise RuntimeError("the model ran out of memory")
+        passages += len(texts)
+        return real(texts)
+
+    with unittest.mock.patch.object(embedder, "encode", encode):
+        report = collection_ingest(collection=collection, locations=[str(corpus)])
+
+    data = report.as_dict()
+    assert data["sources_ingested"] == 3 and data["sources_failed"] == 0
+    chunks = Chunk.objects.filter(collection=collection)
+    assert passages == chunks.count()
+    assert not chunks.filter(unit_vectors__isnull=False).exists()
+    assert any("the model ran out of memory" in w for w in report.warnings), report.warnings
+
+
+def test_with_first_use_ingestion_embeds_the_passages_alone(collection, corpus, settings):
+    _when(settings, "first-use")
     embedder = get_embedder()
     embedded: list[str] = []
     real = embedder.encode

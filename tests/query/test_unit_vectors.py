@@ -48,18 +48,24 @@ def _ingest(collection, tmp_path):  # type: ignore[no-untyped-def]
     return collection
 
 
+def _when(settings, when: str) -> None:  # type: ignore[no-untyped-def]
+    settings.RAG = {
+        **settings.RAG,
+        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": when},
+    }
+
+
 @pytest.fixture
-def docs(collection, tmp_path):
-    """Ingested as by default: no unit stored until an answer reads its passage."""
+def docs(collection, tmp_path, settings):
+    """Ingested with RAG_UNIT_VECTORS=first-use: no unit stored until an answer reads its passage."""
+    _when(settings, "first-use")
     return _ingest(collection, tmp_path)
 
 
-@pytest.fixture
-def docs_units_at_ingestion(collection, tmp_path, settings):
-    settings.RAG = {
-        **settings.RAG,
-        "ingestion": {**settings.RAG["ingestion"], "unit_vectors": "ingestion"},
-    }
+@pytest.fixture(params=["after", "ingestion"])
+def docs_units_at_ingestion(collection, tmp_path, settings, request):
+    """Ingested so that the run embeds the units: after its passages (the default) or with them."""
+    _when(settings, request.param)
     return _ingest(collection, tmp_path)
 
 

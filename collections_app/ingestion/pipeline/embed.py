@@ -1,17 +1,26 @@
 """Embedding one flush of a run: its passages in steps of like length, reporting
 progress and heeding a stop between steps, and their units' vectors when
-ingestion embeds those too.
+ingestion embeds those with them; or, at the end of the run, the units of every
+passage it wrote.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
-from collections_app.embedding.unit_vectors import ChunkUnits, unit_vectors_compute
-from collections_app.ingestion.pipeline.work import PendingSource
+from collections_app.embedding.unit_vectors import (
+    ChunkUnits,
+    unit_vectors_compute,
+    unit_vectors_load,
+)
+from collections_app.ingestion.pipeline.work import DATABASE_LOST, PendingSource, RunInterrupted
+from collections_app.models import Chunk
 
 if TYPE_CHECKING:
     from collections_app.ingestion.pipeline.run import IngestionRun
+
+logger = logging.getLogger(__name__)
 
 # Chunks embedded between two progress reports while a large source is embedded.
 EMBED_PROGRESS_CHUNKS = 128
@@ -53,11 +62,11 @@ def units_embed(run: IngestionRun, pending: list[PendingSource]) -> list[bytes |
     With ``RAG["ingestion"]["unit_vectors"]`` = ``ingestion``, embedded now,
     with the passages, so that no answer embeds them while a question waits
     (``collections_app.embedding.unit_vectors``); in steps of
-    ``EMBED_PROGRESS_CHUNKS`` chunks, heeding a stop between them. By
-    default (``first-use``) none: the first answer that reads a passage
-    embeds and stores them.
+    ``EMBED_PROGRESS_CHUNKS`` chunks, heeding a stop between them. Otherwise
+    none: ``units_after`` embeds them at the end of the run (``after``, the
+    default), or the first answer that reads a passage does (``first-use``).
     """
-    if not run.units_at_ingestion:
+    if run.units_when != "ingestion":
         return [None] * sum(len(p.drafts) for p in pending)
     chunks = [
         ChunkUnits(text=d.text, title=p.source.title, location=p.source.location)
@@ -73,3 +82,45 @@ def units_embed(run: IngestionRun, pending: list[PendingSource]) -> list[bytes |
                 run.embedder, chunks[start : start + EMBED_PROGRESS_CHUNKS]
             )
     return blobs
+
+
+def units_after(run: IngestionRun) -> None:
+    """With ``unit_vectors`` = ``after`` (the default): the units of the passages the
+    run wrote, once every one of them is stored and indexed.
+
+    The passages are searchable from the moment they are stored; this is the
+    run's last step, reported as the stage ``units`` and in progress messages,
+    in steps of ``EMBED_PROGRESS_CHUNKS`` passages with a stop heeded between
+    them. A passage an answer has read in the meantime has its units already
+    (the answer stored them) and is skipped; a run stopped here leaves the rest
+    to the answers that read them. So does a failure here, which the sources,
+    all ingested by now, do not share: it is logged and is a warning of the run.
+    """
+    if run.units_when != "after" or not run.sources_written:
+        return
+    pending = list(
+        Chunk.objects.filter(
+            source_id__in=run.sources_written,
+            kind=Chunk.Kind.PASSAGE,
+            unit_vectors__isnull=True,
+        )
+        .order_by("source_id", "ordinal")
+        .values_list("pk", flat=True)
+    )
+    for start in range(0, len(pending), EMBED_PROGRESS_CHUNKS):
+        run.check_stop()
+        step = pending[start : start + EMBED_PROGRESS_CHUNKS]
+        try:
+            with run.stage("units"):
+                unit_vectors_load(chunk_ids=step, fill=run.embedder)
+        except (RunInterrupted, *DATABASE_LOST):
+            raise
+        except Exception as exc:
+            logger.exception("embedding the units of the run's passages failed")
+            run.report.warnings.append(
+                f"the sentences of {len(pending) - start} passages were not embedded for "
+                f"extractive answers ({exc}); answers embed them when they first read them"
+            )
+            return
+        done = start + len(step)
+        run.notify(f"preparing extractive answers: sentences of {done} of {len(pending)} passages")

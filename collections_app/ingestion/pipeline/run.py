@@ -20,7 +20,7 @@ from collections_app.ingestion.chunking import CHUNKERS
 from collections_app.ingestion.limits import IngestionLimits
 from collections_app.ingestion.loaders import load_document
 from collections_app.ingestion.manifest import Manifest, manifest_load
-from collections_app.ingestion.pipeline.embed import passages_embed, units_embed
+from collections_app.ingestion.pipeline.embed import passages_embed, units_after, units_embed
 from collections_app.ingestion.pipeline.finish import run_finish, vanished_remove
 from collections_app.ingestion.pipeline.sources import (
     provenance_record,
@@ -76,7 +76,9 @@ class IngestionRun:
     def __post_init__(self) -> None:
         self.report = IngestionReport(collection=self.collection.slug, reindex=self.reindex)
         self.limits = IngestionLimits.from_settings()
-        self.units_at_ingestion = unit_vectors_when() == "ingestion"
+        self.units_when = unit_vectors_when()
+        # Sources whose chunks this run wrote (their units follow, see units_after).
+        self.sources_written: list[int] = []
         self.embedder: Embedder = get_embedder(self.collection.embedding_config)
         self._check_profile()
         name = self.chunking or self.collection.chunking_strategy
@@ -131,6 +133,7 @@ class IngestionRun:
         for pattern in relisted_patterns:
             vanished_remove(self, pattern=pattern, seen=seen)
         run_finish(self)
+        units_after(self)
         self.report.total_seconds = time.perf_counter() - started
         return self.report
 
@@ -157,6 +160,7 @@ class IngestionRun:
                 self._fail(source, outcome, str(exc))
         self._flush()
         run_finish(self)
+        units_after(self)
         self.report.total_seconds = time.perf_counter() - started
         return self.report
 
@@ -289,6 +293,7 @@ class IngestionRun:
                 self._fail(p.source, p.outcome, f"storing chunks failed: {exc}")
                 continue
             p.outcome.status = "ingested"
+            self.sources_written.append(p.source.pk)
             p.outcome.chunks_written = len(p.drafts)
             p.outcome.embeddings_computed = len(p.drafts)
             self.notify(f"ingested {p.source.location}")
