@@ -26,6 +26,6 @@ RUN DATABASE_URL=postgres://build@localhost/build CELERY_BROKER_URL=redis://loca
 RUN useradd --create-home ragsite && mkdir -p /data && chown ragsite /data
 USER ragsite
 EXPOSE 8000
-# Sized by ragsite/gunicorn_conf.py (a process per two cores, 8 threads each;
+# Sized by ragsite/gunicorn_conf.py (a process per core, up to 8, 4 threads each;
 # RAGSITE_WEB_WORKERS / RAGSITE_WEB_THREADS override it).
 CMD ["gunicorn", "ragsite.wsgi:application", "--bind", "0.0.0.0:8000", "--config", "ragsite/gunicorn_conf.py"]

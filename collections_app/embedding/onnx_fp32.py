@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from collections_app.embedding.batching import TokenBatch, length_batches
+from collections_app.embedding.onnx_int8 import derived_model_store
 from collections_app.ingestion.types import IngestionError
 
 # Set to 0 / false / no / off to keep every batch on PyTorch.
@@ -164,13 +165,7 @@ def exported_model_bytes(model: Any, *, cache_dir: Path | None) -> bytes:
         _export(model, target)
         data = target.read_bytes()
     if cached:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(f".{os.getpid()}.part")
-            partial.write_bytes(data)
-            os.replace(partial, cached)
-        except OSError:
-            pass  # a read-only installation exports again next time
+        derived_model_store(cached, data)
     return data
 
 

@@ -85,14 +85,21 @@ def int8_model_bytes(cache_dir: Path | None) -> bytes:
         )
         data = target.read_bytes()
     if cached:
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(f".{os.getpid()}.part")
-            partial.write_bytes(data)
-            os.replace(partial, cached)
-        except OSError:
-            pass  # a read-only installation derives it again next time
+        derived_model_store(cached, data)
     return data
+
+
+def derived_model_store(path: Path, data: bytes) -> None:
+    """Keep a model file derived at run time at ``path`` (written whole, then renamed,
+    so that a concurrent reader never sees part of it); a read-only installation
+    derives it again next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except OSError:
+        pass
 
 
 def _down_projections(path: Path) -> list[str]:

@@ -185,25 +185,23 @@ class SentenceTransformerEmbedder:
 
     def _run_onnx(self, onnx: OnnxSmallBatches, texts: Sequence[str]) -> np.ndarray:
         out = np.empty((len(texts), self.profile.dimensions), dtype=np.float32)
-        for batch in length_batches(
-            self._tokens,
-            texts,
-            max_tokens=self.batch_tokens,
-            max_rows=self.max_rows,
-            pad_id=self._pad_id,
-        ):
+        for batch in self._token_batches(texts):
             out[batch.indices] = onnx.run(batch)
         return out
 
-    def batches(self, texts: Sequence[str]) -> Iterator[dict[str, Any]]:
-        """The model's inputs for ``texts``: token batches as tensors, with their indices."""
-        for batch in length_batches(
+    def _token_batches(self, texts: Sequence[str]) -> Iterator[TokenBatch]:
+        """``texts`` tokenized, sorted by length and batched by the token budget."""
+        return length_batches(
             self._tokens,
             texts,
             max_tokens=self.batch_tokens,
             max_rows=self.max_rows,
             pad_id=self._pad_id,
-        ):
+        )
+
+    def batches(self, texts: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """The model's inputs for ``texts``: token batches as tensors, with their indices."""
+        for batch in self._token_batches(texts):
             yield self._tensors(batch)
 
     def _tensors(self, batch: TokenBatch) -> dict[str, Any]:

@@ -5,16 +5,19 @@ the passages, and its vector index and term statistics catch up with what change
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from collections_app.ingestion import storage
+from collections_app.ingestion.manifest import Manifest
 from collections_app.ingestion.report import SourceOutcome
 from collections_app.ingestion.storage import chunks_drop_other_dimensions
 from collections_app.ingestion.summary_tree import summary_tree_update
-from collections_app.models import Source
+from collections_app.models import Collection, Source
 from collections_app.search_index import collection_term_stats_refresh, vector_index_ensure
 
 if TYPE_CHECKING:
@@ -23,23 +26,36 @@ if TYPE_CHECKING:
 
 def vanished_remove(run: IngestionRun, *, pattern: str, seen: set[str]) -> None:
     """Remove the sources ``pattern`` listed before but not in this run (``seen``)."""
-    vanished = Source.objects.filter(collection=run.collection, origin_pattern=pattern).exclude(
+    for source in sources_vanished(run.collection, pattern=pattern, seen=seen):
+        run.report.sources.append(
+            source_remove(source, pattern=pattern, manifest=run.manifest, bump=run.index.bump)
+        )
+
+
+def sources_vanished(collection: Collection, *, pattern: str, seen: set[str]) -> QuerySet[Source]:
+    """The sources of ``collection`` that ``pattern`` listed before but not now (``seen``)."""
+    return Source.objects.filter(collection=collection, origin_pattern=pattern).exclude(
         location__in=seen
     )
-    for source in vanished:
-        run.report.sources.append(
-            SourceOutcome(
-                location=source.location,
-                status="removed",
-                reason=f"no longer matched by {pattern}",
-                kind=source.kind,
-                source_id=source.pk,
-            )
-        )
-        with transaction.atomic():
-            run.manifest.forget(source.location)
-            source.delete()
-            run.index.bump()
+
+
+def source_remove(
+    source: Source, *, pattern: str, manifest: Manifest, bump: Callable[[], object]
+) -> SourceOutcome:
+    """Remove ``source``, no longer listed by ``pattern``, with its chunks and manifest
+    entry (``bump``: the collection's index version moves on); its outcome."""
+    outcome = SourceOutcome(
+        location=source.location,
+        status="removed",
+        reason=f"no longer matched by {pattern}",
+        kind=source.kind,
+        source_id=source.pk,
+    )
+    with transaction.atomic():
+        manifest.forget(source.location)
+        source.delete()
+        bump()
+    return outcome
 
 
 def run_finish(run: IngestionRun) -> None:

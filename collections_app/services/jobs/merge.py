@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from collections_app.ingestion.manifest import Manifest
+from collections_app.ingestion.pipeline.finish import source_remove, sources_vanished
 from collections_app.ingestion.report import STAGES, IngestionReport, SourceOutcome
-from collections_app.models import Collection, IngestionJob, IngestionPart, Source
+from collections_app.models import Collection, IngestionJob, IngestionPart
 from collections_app.search_index import collection_term_stats_refresh, vector_index_ensure
 from collections_app.services.collection import collection_index_bump
 
@@ -92,21 +92,13 @@ def _vanished_remove(
     manifest = Manifest({}, collection_id=int(collection.pk))
     removed = []
     for pattern in patterns:
-        vanished = Source.objects.filter(collection=collection, origin_pattern=pattern).exclude(
-            location__in=seen
-        )
-        for source in vanished:
+        for source in sources_vanished(collection, pattern=pattern, seen=seen):
             removed.append(
-                SourceOutcome(
-                    location=source.location,
-                    status="removed",
-                    reason=f"no longer matched by {pattern}",
-                    kind=source.kind,
-                    source_id=source.pk,
+                source_remove(
+                    source,
+                    pattern=pattern,
+                    manifest=manifest,
+                    bump=lambda: collection_index_bump(collection_id=int(collection.pk)),
                 )
             )
-            with transaction.atomic():
-                manifest.forget(source.location)
-                source.delete()
-                collection_index_bump(collection_id=int(collection.pk))
     return removed
