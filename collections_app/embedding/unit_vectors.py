@@ -10,8 +10,8 @@ alone, so they are embedded once per chunk and stored on it
 
 - ``after`` (the default): an ingestion run first stores and indexes its
   passages, which are searchable from then on at the raw model's pace, then
-  embeds their units before it ends (about 0.7 times the passages' embedding
-  work again); an answer that reads a passage before then embeds them itself;
+  embeds their units before it ends (about as much model time again as
+  the passages); an answer that reads a passage before then embeds them itself;
 - ``first-use``: never during ingestion; the first answer that reads a passage
   embeds its units and stores them (``unit_vectors_load(fill=...)``), so a
   unit is still embedded once per site, not per answer nor per process;
