@@ -184,12 +184,25 @@ def unit_vectors_load(
         elif kind == Chunk.Kind.PASSAGE:
             missing.append((pk, ChunkUnits(text=text, title=title, location=location)))
     if fill is not None and missing:
-        blobs = unit_vectors_compute(fill, [units for _, units in missing])
-        for (pk, _), made in zip(missing, blobs, strict=True):
-            if made is None:
-                continue
-            # Only where none is stored yet: a concurrent answer stored the same.
-            Chunk.objects.filter(pk=pk, unit_vectors__isnull=True).update(unit_vectors=made)
+        for made in unit_vectors_fill(fill, missing).values():
             keys, vectors = unit_vectors_unpack(made)
             found.update(zip(keys, vectors, strict=True))
     return found
+
+
+def unit_vectors_fill(
+    encoder: _Encoder, passages: Sequence[tuple[str, ChunkUnits]]
+) -> dict[str, bytes]:
+    """Embed the units of ``passages`` (chunk id, how its units are read) and store
+    them on each chunk that has none yet; the blobs made, by chunk id."""
+    from collections_app.models import Chunk
+
+    made: dict[str, bytes] = {}
+    blobs = unit_vectors_compute(encoder, [units for _, units in passages])
+    for (pk, _), blob in zip(passages, blobs, strict=True):
+        if blob is None:
+            continue
+        # Only where none is stored yet: a concurrent answer stored the same.
+        Chunk.objects.filter(pk=pk, unit_vectors__isnull=True).update(unit_vectors=blob)
+        made[pk] = blob
+    return made

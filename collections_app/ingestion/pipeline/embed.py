@@ -7,12 +7,13 @@ passage it wrote.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from collections_app.embedding.unit_vectors import (
     ChunkUnits,
     unit_vectors_compute,
-    unit_vectors_load,
+    unit_vectors_fill,
 )
 from collections_app.ingestion.pipeline.work import DATABASE_LOST, PendingSource, RunInterrupted
 from collections_app.models import Chunk
@@ -89,30 +90,36 @@ def units_after(run: IngestionRun) -> None:
     run wrote, once every one of them is stored and indexed.
 
     The passages are searchable from the moment they are stored; this is the
-    run's last step, reported as the stage ``units`` and in progress messages,
-    in steps of ``EMBED_PROGRESS_CHUNKS`` passages with a stop heeded between
-    them. A passage an answer has read in the meantime has its units already
-    (the answer stored them) and is skipped; a run stopped here leaves the rest
-    to the answers that read them. So does a failure here, which the sources,
-    all ingested by now, do not share: it is logged and is a warning of the run.
+    run's last step, reported as the stage ``units`` and in progress messages.
+    The units of up to ``UNITS_GROUP_CHUNKS`` passages are embedded together,
+    shortest first in steps of ``UNITS_STEP_TEXTS`` (a step holds units of like
+    length, so batches pad little), with a stop heeded between steps. A passage
+    an answer has read in the meantime has its units already (the answer stored
+    them) and is skipped; a run stopped here leaves the rest to the answers
+    that read them. So does a failure here, which the sources, all ingested by
+    now, do not share: it is logged and is a warning of the run.
     """
     if run.units_when != "after" or not run.sources_written:
         return
-    pending = list(
+    rows = (
         Chunk.objects.filter(
             source_id__in=run.sources_written,
             kind=Chunk.Kind.PASSAGE,
             unit_vectors__isnull=True,
         )
         .order_by("source_id", "ordinal")
-        .values_list("pk", flat=True)
+        .values_list("pk", "text", "source__title", "source__location")
     )
-    for start in range(0, len(pending), EMBED_PROGRESS_CHUNKS):
-        run.check_stop()
-        step = pending[start : start + EMBED_PROGRESS_CHUNKS]
+    pending = [
+        (pk, ChunkUnits(text=text, title=title, location=location))
+        for pk, text, title, location in rows
+    ]
+    stepped = _SteppedEncoder(run, passages=len(pending))
+    for start in range(0, len(pending), UNITS_GROUP_CHUNKS):
+        group = pending[start : start + UNITS_GROUP_CHUNKS]
         try:
             with run.stage("units"):
-                unit_vectors_load(chunk_ids=step, fill=run.embedder)
+                unit_vectors_fill(stepped, group)
         except (RunInterrupted, *DATABASE_LOST):
             raise
         except Exception as exc:
@@ -122,5 +129,37 @@ def units_after(run: IngestionRun) -> None:
                 f"extractive answers ({exc}); answers embed them when they first read them"
             )
             return
-        done = start + len(step)
-        run.notify(f"preparing extractive answers: sentences of {done} of {len(pending)} passages")
+        stepped.passages_done = start + len(group)
+
+
+# Passages whose units are embedded together, and units per step within them.
+UNITS_GROUP_CHUNKS = 2048
+UNITS_STEP_TEXTS = 1024
+
+
+class _SteppedEncoder:
+    """The run's embedder for ``units_after``: shortest first in steps, heeding a stop
+    and reporting progress between them; vectors back in the order asked."""
+
+    def __init__(self, run: IngestionRun, *, passages: int) -> None:
+        self.run = run
+        self.profile = run.embedder.profile
+        self.passages = passages
+        self.passages_done = 0
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        parts = []
+        for start in range(0, len(texts), UNITS_STEP_TEXTS):
+            self.run.check_stop()
+            step = order[start : start + UNITS_STEP_TEXTS]
+            parts.append(self.run.embedder.encode([texts[i] for i in step]))
+            self.run.notify(
+                f"preparing extractive answers: {min(len(texts), start + len(step))} of "
+                f"{len(texts)} sentences of {self.passages - self.passages_done} passages embedded"
+            )
+        vectors = np.empty_like(parts[0], shape=(len(texts), parts[0].shape[1]))
+        vectors[order] = np.concatenate(parts)
+        return vectors
