@@ -48,6 +48,15 @@ class RetrievalOptions:
     fusion: str = "adaptive"
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    # Decisive keyword hit (hybrid only, off by default): when the keyword leg's
+    # top hit scores at least ``decisive_keyword_ratio`` times its second and holds
+    # at least ``decisive_keyword_coverage`` of the question's IDF-weighted words,
+    # the fused ranking places it at ``decisive_keyword_rank`` or better (never
+    # lower than the fusion put it). Rank fusion alone ignores that margin.
+    decisive_keyword: bool = False
+    decisive_keyword_ratio: float = 2.0
+    decisive_keyword_coverage: float = 0.6
+    decisive_keyword_rank: int = 2
     # At most this many chunks of one document among a probe's candidates
     # (0 = no limit). The legs then read ``per_document_pool`` times deeper so
     # that one long document's many chunks cannot crowd the others out: with 2,
