@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from query_app.pipeline.retrieval import decisive_keyword_hit
+from query_app.pipeline.decisive_keyword import decisive_keyword_hit
 from query_app.services import QueryRequest, query_retrieve
 from tests.support.factories import Doc, indexed_collection
 
