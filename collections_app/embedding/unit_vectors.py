@@ -155,15 +155,13 @@ def unit_vectors_when() -> str:
     return when
 
 
-def unit_vectors_load(
-    *, chunk_ids: Iterable[str], fill: _Encoder | None = None
-) -> dict[bytes, np.ndarray]:
-    """The stored unit vectors of these chunks, by key.
+def unit_vectors_load(*, chunk_ids: Iterable[str], fill: _Encoder) -> dict[bytes, np.ndarray]:
+    """The unit vectors of these chunks, by key.
 
-    A passage stored without them adds nothing, unless ``fill`` (the
-    collection's embedder) is given: then its units are embedded now and
-    stored on it, so that the next answer finds them (a summary node has no
-    units of its own to store).
+    A passage stored without them has its units embedded now with ``fill`` (the
+    collection's embedder) and stored on it, so that the next answer finds
+    them (a summary node has no units of its own to store). Only those are
+    read with their text and document; the others give their vectors alone.
     """
     from collections_app.models import Chunk
 
@@ -171,20 +169,24 @@ def unit_vectors_load(
     if not ids:
         return {}
     found: dict[bytes, np.ndarray] = {}
-    rows = Chunk.objects.filter(pk__in=ids).order_by()
-    if fill is None:
-        rows = rows.filter(unit_vectors__isnull=False)
-    missing: list[tuple[str, ChunkUnits]] = []
-    for pk, kind, blob, text, title, location in rows.values_list(
-        "pk", "kind", "unit_vectors", "text", "source__title", "source__location"
+    missing: list[str] = []
+    for pk, kind, blob in (
+        Chunk.objects.filter(pk__in=ids).order_by().values_list("pk", "kind", "unit_vectors")
     ):
         if blob is not None:
             keys, vectors = unit_vectors_unpack(blob)
             found.update(zip(keys, vectors, strict=True))
         elif kind == Chunk.Kind.PASSAGE:
-            missing.append((pk, ChunkUnits(text=text, title=title, location=location)))
-    if fill is not None and missing:
-        for made in unit_vectors_fill(fill, missing).values():
+            missing.append(pk)
+    if missing:
+        rows = Chunk.objects.filter(pk__in=missing).values_list(
+            "pk", "text", "source__title", "source__location"
+        )
+        passages = [
+            (pk, ChunkUnits(text=text, title=title, location=location))
+            for pk, text, title, location in rows
+        ]
+        for made in unit_vectors_fill(fill, passages).values():
             keys, vectors = unit_vectors_unpack(made)
             found.update(zip(keys, vectors, strict=True))
     return found
