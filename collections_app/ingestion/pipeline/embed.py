@@ -7,7 +7,8 @@ passage it wrote.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from collections_app.embedding.unit_vectors import (
@@ -35,23 +36,46 @@ def passages_embed(run: IngestionRun, texts: list[str], pending: list[PendingSou
     which sorts by tokens within a call, pads little; vectors come back in
     the order of ``texts``.
     """
-    import numpy as np
-
     if len(texts) <= EMBED_PROGRESS_CHUNKS:
         with run.stage("embed"):
             return run.embedder.encode(texts)
     names = ", ".join(p.source.display_name for p in pending[:3])
     if len(pending) > 3:
         names += f" and {len(pending) - 3} more"
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+    def embedded(done: int) -> None:
+        run.embedded_in_flush = done
+        run.notify(f"embedding {names}: {done} of {len(texts)} passages")
+
+    return encode_in_steps(
+        run, texts, size=EMBED_PROGRESS_CHUNKS, longest_first=True, stage="embed", after=embedded
+    )
+
+
+def encode_in_steps(
+    run: IngestionRun,
+    texts: Sequence[str],
+    *,
+    size: int,
+    longest_first: bool,
+    stage: str | None,
+    after: Callable[[int], None],
+) -> Any:
+    """``texts`` embedded by the run's model in steps of ``size`` texts of like length
+    (characters standing in for tokens), a stop heeded before each step and
+    ``after`` told how many are done after it (each encode timed as ``stage``,
+    when named); the vectors in the order of ``texts``."""
+    import numpy as np
+
+    sign = -1 if longest_first else 1
+    order = sorted(range(len(texts)), key=lambda i: sign * len(texts[i]))
     parts = []
-    for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
+    for start in range(0, len(texts), size):
         run.check_stop()
-        step = order[start : start + EMBED_PROGRESS_CHUNKS]
-        with run.stage("embed"):
+        step = order[start : start + size]
+        with run.stage(stage) if stage else nullcontext():
             parts.append(run.embedder.encode([texts[i] for i in step]))
-        run.embedded_in_flush = min(len(texts), start + EMBED_PROGRESS_CHUNKS)
-        run.notify(f"embedding {names}: {run.embedded_in_flush} of {len(texts)} passages")
+        after(start + len(step))
     vectors = np.empty_like(parts[0], shape=(len(texts), parts[0].shape[1]))
     vectors[order] = np.concatenate(parts)
     return vectors
@@ -148,18 +172,13 @@ class _SteppedEncoder:
         self.passages_done = 0
 
     def encode(self, texts: Sequence[str]) -> Any:
-        import numpy as np
-
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        parts = []
-        for start in range(0, len(texts), UNITS_STEP_TEXTS):
-            self.run.check_stop()
-            step = order[start : start + UNITS_STEP_TEXTS]
-            parts.append(self.run.embedder.encode([texts[i] for i in step]))
+        def embedded(done: int) -> None:
             self.run.notify(
-                f"preparing extractive answers: {min(len(texts), start + len(step))} of "
-                f"{len(texts)} sentences of {self.passages - self.passages_done} passages embedded"
+                f"preparing extractive answers: {done} of {len(texts)} sentences of "
+                f"{self.passages - self.passages_done} passages embedded"
             )
-        vectors = np.empty_like(parts[0], shape=(len(texts), parts[0].shape[1]))
-        vectors[order] = np.concatenate(parts)
-        return vectors
+
+        # The units stage is timed around the whole group (units_after).
+        return encode_in_steps(
+            self.run, texts, size=UNITS_STEP_TEXTS, longest_first=False, stage=None, after=embedded
+        )
