@@ -20,7 +20,7 @@ setting's paired nDCG@10 difference to the first one.
 
 Usage:
   .venv/bin/python benchmarks/retrieval_quality.py \
-      [--datasets scifact,pubmedqa,pubmedqa_faq,scifact_sample] \
+      [--datasets scifact,pubmedqa,pubmedqa_faq,pubmedqa_faq_wh,scifact_sample] \
       [--compare fast,fast:retrieval.mode=vector+retrieval.per_document=0] \
       [--limit N] [--depth N] [--grid chunk [--chunks 200/0,128/24]]
 Runs in its own database (``RAGSITE_DB_NAME``, default ragsite_retrieval_lab).
@@ -42,6 +42,8 @@ DATASETS = {
     "scifact": ROOT.parent / "shared" / "eval" / "scifact",
     "pubmedqa": ROOT.parent / "shared" / "eval" / "pubmedqa",
     "pubmedqa_faq": ROOT / "eval" / "pubmedqa_faq",
+    # The same corpus with 60 hand-written answerable wh-questions (what, which, how).
+    "pubmedqa_faq_wh": ROOT / "eval" / "pubmedqa_faq_wh",
     # A fixed-seed SciFact sample (eval/scifact_sample/make.py writes it), where
     # embedding all 5,183 abstracts is too slow; compare systems on it, not to published figures.
     "scifact_sample": ROOT / "var" / "eval" / "scifact_sample",

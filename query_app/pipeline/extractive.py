@@ -184,7 +184,7 @@ def _candidates(
     return quotes, skipped_instructions, below_floor
 
 
-def _read_as(quote: Quote) -> str:
+def read_as(quote: Quote) -> str:
     """The unit as embedded: "Document title — Section: the sentence" (a sentence
     alone often lacks what it is about)."""
     where = " — ".join(part for part in (quote.title, quote.section) if part)
@@ -206,7 +206,7 @@ def read_as_texts(text: str, *, title: str, location: str) -> list[str]:
     )
     passage = Passage(marker=1, candidate=candidate, text=text, block="", tokens=0)
     found, _, _ = _candidates(AssembledContext(passages=[passage]), None)
-    return [_read_as(quote) for quote, _ in found]
+    return [read_as(quote) for quote, _ in found]
 
 
 UNIT_READERS.add("extractive", read_as_texts)
@@ -260,7 +260,7 @@ def extract(
     # for coverage, not for novelty (they are not what the unit adds).
     heading_terms = [set(content_terms(q.section)) for q, _ in found]
     if encode is not None:
-        texts = [_read_as(q) for q, _ in found]
+        texts = [read_as(q) for q, _ in found]
         vectors = _vectors.encode(encode, model, [*probes, *texts])
         sims = vectors[len(probes) :] @ vectors[: len(probes)].T  # units x probes
     else:  # no embedder: coverage alone ranks, nothing is held to the sentence floor

@@ -22,7 +22,7 @@ from typing import Any
 from query_app.chat import ChatClient, ChatError
 from query_app.exceptions import ChatNotConfigured, GenerationFailed, UnknownGenerator
 from query_app.pipeline.assembly import AssembledContext
-from query_app.pipeline.extractive import Encode, align_spans, extract
+from query_app.pipeline.extractive import Encode, align_spans, extract, read_as
 from query_app.pipeline.lexical import (
     MARKER_RE,
     markers_in,
@@ -31,6 +31,12 @@ from query_app.pipeline.names import unknown_names_answer
 from query_app.pipeline.options import GenerationOptions
 from query_app.pipeline.prompts import answer_messages
 from query_app.pipeline.types import AnswerMode
+from query_app.pipeline.unaddressed import (
+    AbsentWords,
+    unaddressed_answer,
+    unaddressed_words,
+    words_to_try,
+)
 from ragsite.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -91,6 +97,8 @@ class GenerationRequest:
     said: frozenset[str] = frozenset()
     # Codes and identifiers of the question the collection never mentions (names.py).
     unknown_names: tuple[str, ...] = ()
+    # Which of some words no chunk of the collection holds (unaddressed.py).
+    absent_words: AbsentWords | None = None
 
 
 Writer = Callable[[GenerationRequest], Generator[Any, None, GenerationResult]]
@@ -120,6 +128,7 @@ def generate(
     floor: float | None = None,
     said: frozenset[str] = frozenset(),
     unknown_names: tuple[str, ...] = (),
+    absent_words: AbsentWords | None = None,
 ) -> Generator[Any, None, GenerationResult]:
     """Yield answer pieces (or RESET) while generating; return the GenerationResult."""
     if not context.passages:
@@ -136,6 +145,7 @@ def generate(
         floor,
         said,
         unknown_names,
+        absent_words,
     )
     return (yield from GENERATORS.get(options.generator).write(request))
 
@@ -262,6 +272,16 @@ def _extractive(
         details["reason"] = "no sentence of the passages is relevant enough on its own"
         details["cited"] = []
         return (yield from _not_found(details, warnings))
+    unaddressed = _unaddressed(request, [read_as(q) for q in found.quotes])
+    if unaddressed:
+        # Quoting Ghent's holidays for "the weather in Ghent tomorrow" would mislead.
+        details["unaddressed_words"] = unaddressed
+        details["reason"] = (
+            "the question turns on words the collection never uses, and every quoted "
+            "sentence is nearer the question without them"
+        )
+        details["cited"] = []
+        return (yield from _not_found(details, warnings, unaddressed_answer(list(unaddressed))))
     text = found.text()
     yield from _pieces(text)
     cited = markers_in(text)
@@ -274,6 +294,17 @@ def _extractive(
         cited=cited,
         spans=found.spans(),
     )
+
+
+def _unaddressed(request: GenerationRequest, quoted: list[str]) -> dict[str, float]:
+    """The question's words that the collection lacks and the quoted sentences do not
+    speak of, each with how far it draws the question from them (unaddressed.py)."""
+    away = request.options.decline_unaddressed
+    if request.absent_words is None or request.encode is None or away is None:
+        return {}
+    tried = words_to_try(request.question, [p.text for p in request.context.passages])
+    absent = request.absent_words(tried) if tried else []
+    return unaddressed_words(request.question, quoted, absent, encode=request.encode, away=away)
 
 
 def _pieces(text: str) -> Iterable[str]:

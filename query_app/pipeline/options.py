@@ -131,6 +131,11 @@ class GenerationOptions:
     # Extractive answers quote a sentence only when its own cosine to the question
     # (read with its document's title) reaches this; None: no sentence floor.
     min_sentence_similarity: float | None = 0.25
+    # An extractive answer to a fact question is declined when the question turns on
+    # a word the collection never uses and every quoted sentence is nearer the question
+    # without it by more than this (cosine; query_app/pipeline/unaddressed.py).
+    # None: never declined for a word.
+    decline_unaddressed: float | None = 0.03
     temperature: float = 0.0
     max_output_tokens: int = 512
     # Replaces the built-in grounded system prompt when set.

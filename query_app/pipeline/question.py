@@ -16,7 +16,7 @@ _PART_SPLIT_RE = re.compile(
     r"did|can|could|should|on|in|for|its|their)\b)|,\s+(?=(?:what|how|which|who|when|where|why)\b)",
     re.IGNORECASE,
 )
-_QUESTION_WORDS = frozenset(
+QUESTION_WORDS = frozenset(
     [
         "how",
         "what",
@@ -73,6 +73,19 @@ _AMOUNT_NOUN_RE = re.compile(
 )
 
 
+# "What …", "How many …", "When …": a question asking for a fact about something,
+# not whether a statement holds ("Is X valuable in Y?"), why, or how a thing is done
+# ("How are chunk sizes counted?" is answered in other words: "measured in tokens").
+_ATTRIBUTE_RE = re.compile(
+    r"^\W*(?:what|which|when|who|whom|whose|where|how (?:much|many|long|often|old))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_attribute(question: str) -> bool:
+    return bool(_ATTRIBUTE_RE.match(question))
+
+
 def asks_for_quantity(question: str) -> bool:
     return bool(_QUANTITY_RE.search(question) or _AMOUNT_NOUN_RE.search(question))
 
@@ -91,7 +104,7 @@ def question_parts(question: str) -> list[str]:
     if len(parts) < 2:
         return [question]
     subject = " ".join(
-        w for w in re.findall(r"[\w.\-]+", parts[0]) if w.lower() not in _QUESTION_WORDS
+        w for w in re.findall(r"[\w.\-]+", parts[0]) if w.lower() not in QUESTION_WORDS
     )
     return [parts[0], *(f"{part} {subject}" for part in parts[1:3])]
 

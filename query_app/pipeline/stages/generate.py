@@ -16,6 +16,7 @@ from query_app.pipeline.output_filter import output_filter_stage
 from query_app.pipeline.retrieval import collection_embedder
 from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
 from query_app.pipeline.types import PipelineEvent, TokenEvent, TraceStep
+from query_app.pipeline.unaddressed import AbsentWords, words_absent
 
 
 class GenerateDetails(TypedDict, total=False):
@@ -28,6 +29,7 @@ class GenerateDetails(TypedDict, total=False):
     model_calls: int
     reason: str
     unknown_names: list[str]
+    unaddressed_words: dict[str, float]
 
 
 def _already_said(state: PipelineState) -> frozenset[str]:
@@ -38,18 +40,31 @@ def _already_said(state: PipelineState) -> frozenset[str]:
     return frozenset(text.rstrip(".") for text, _ in answer_sentences(previous))
 
 
-def _unknown_names(state: PipelineState, context: AssembledContext) -> tuple[str, ...]:
-    """The question's codes and identifiers the collection never mentions (extractive only).
-
-    A chat model reads the passages and can say what they lack; quoting the
-    nearest passages cannot.
-    """
+def _quotes_only(state: PipelineState, context: AssembledContext) -> bool:
+    """Whether the answer will quote the passages rather than have a chat model read
+    them: a chat model can say what they lack; quoting the nearest passages cannot."""
     if not context.passages or state.query.collection is None:
-        return ()
-    if GENERATORS.get(state.options.generation.generator).uses_chat and state.chat is not None:
+        return False
+    return not (
+        GENERATORS.get(state.options.generation.generator).uses_chat and state.chat is not None
+    )
+
+
+def _unknown_names(state: PipelineState, context: AssembledContext) -> tuple[str, ...]:
+    """The question's codes and identifiers the collection never mentions (extractive only)."""
+    if not _quotes_only(state, context) or state.query.collection is None:
         return ()
     names = question_names(state.answer_question)
     return tuple(names_absent(collection_id=int(state.query.collection.pk), names=names))
+
+
+def _absent_words(state: PipelineState, context: AssembledContext) -> AbsentWords | None:
+    """Which of some words the collection never holds (extractive only; asked only
+    when the quoted sentences might not speak of a word of the question)."""
+    if not _quotes_only(state, context) or state.query.collection is None:
+        return None
+    collection_id = int(state.query.collection.pk)
+    return lambda words: words_absent(collection_id=collection_id, words=words)
 
 
 class GenerateStage(Stage):
@@ -98,6 +113,7 @@ class GenerateStage(Stage):
             floor=state.options.floor.min_vector_similarity,
             said=_already_said(state),
             unknown_names=_unknown_names(state, context),
+            absent_words=_absent_words(state, context),
         )
         while True:
             try:
