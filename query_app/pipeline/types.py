@@ -27,7 +27,7 @@ MODE_LABELS: dict[str, str] = {
     "extractive": (
         "Extractive answer: verbatim sentences from the best passages (no language model was used)"
     ),
-    "not-found": "Not found: no passage in this collection is relevant enough",
+    "not-found": "Not found: this collection does not answer the question",
     "retrieval-only": "Retrieval only: passages without a generated answer",
 }
 
