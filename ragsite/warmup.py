@@ -40,7 +40,8 @@ def web_warm() -> list[str]:
 
 
 def models_warm() -> list[str]:
-    """Load, and run once, the default embedder and every cross-encoder a profile names.
+    """Load, and run once, the default embedder and every cross-encoder a profile names,
+    and the spelling check's word list.
 
     Returns what was loaded, in words. Never raises: a model that cannot be loaded
     is logged, and an answer that needs it reports it in its trace as usual.
@@ -83,6 +84,10 @@ def models_warm() -> list[str]:
             continue
         if what:
             loaded.append(what)
+    from query_app.pipeline.spelling import dictionary_load
+
+    dictionary_load()  # 0.3 s: the spelling check's English word list
+    loaded.append("the English word list")
     logger.info(
         "warm-up: loaded %s in %.1f s",
         ", ".join(loaded) or "nothing",

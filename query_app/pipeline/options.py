@@ -26,6 +26,9 @@ DEFAULT_MIN_KEYWORD_COVERAGE = 0.30
 class TransformOptions:
     kind: str = "none"  # none | multi-query | rag-fusion | hyde
     variants: int = 3  # paraphrases asked for by multi-query / rag-fusion
+    # Misspelt words of the question corrected against the collection's words
+    # (query_app/pipeline/spelling.py) before any probe is made.
+    spelling: bool = True
 
 
 # pgvector's upper bound on hnsw.ef_search: a larger value is an SQL error.

@@ -126,6 +126,9 @@ def _run_cached(
             step.details["cache"] = "hit"
             step.details["model_calls"] = 0
             yield traced(step)
+            if step.details.get("corrected"):
+                # The answer reads the question as retrieval did (spelling corrected).
+                state = state.with_(standalone=str(step.details["corrected"]))
         return state.with_(candidates=tuple(candidates))
     steps = []
     for stage in stages:

@@ -62,6 +62,14 @@ class AnswerView:
         return graph_flags(self.run.trace or [])
 
     @property
+    def spelling(self) -> dict[str, str]:
+        """The misspelt words retrieval and the answer read corrected (transform step)."""
+        for step in self.run.trace or []:
+            if step.get("stage") == "transform":
+                return dict((step.get("details") or {}).get("spelling") or {})
+        return {}
+
+    @property
     def target(self) -> str:
         return f"passage-{self.run.pk}"
 

@@ -31,7 +31,11 @@ def test_warm_up_loads_the_embedder_and_the_configured_cross_encoder(db, rag_set
 
     loaded = models_warm()
 
-    assert loaded == ["embedder all-MiniLM-L6-v2", f"cross-encoder {tiny_model}"]
+    assert loaded == [
+        "embedder all-MiniLM-L6-v2",
+        f"cross-encoder {tiny_model}",
+        "the English word list",
+    ]
     # The first question finds it loaded: the process's copy, not a new load.
     assert _cross_encoder_cached.cache_info().currsize == 1
     before = _cross_encoder_cached.cache_info().hits
@@ -46,7 +50,7 @@ def test_warm_up_on_a_fresh_install_loads_the_embedder_and_notes_the_missing_rer
     with caplog.at_level(logging.INFO, logger="ragsite.warmup"):
         loaded = models_warm()
 
-    assert loaded == ["embedder all-MiniLM-L6-v2"]
+    assert loaded == ["embedder all-MiniLM-L6-v2", "the English word list"]
     assert "no cross-encoder model configured" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
@@ -58,7 +62,7 @@ def test_a_broken_cross_encoder_does_not_stop_the_start(db, rag_set, tmp_path, c
     with caplog.at_level(logging.INFO, logger="ragsite.warmup"):
         loaded = models_warm()
 
-    assert loaded == ["embedder all-MiniLM-L6-v2"]
+    assert loaded == ["embedder all-MiniLM-L6-v2", "the English word list"]
     assert "cannot load the cross-encoder model" in caplog.text
 
 

@@ -162,3 +162,16 @@ def test_history_search_finds_a_conversation_by_a_later_question(alice, talk):
 
     assert DISK in page and FOLLOW_UP in page
     assert "When are refunds possible?" not in page
+
+
+def test_the_answer_card_says_which_misspelt_words_were_read_corrected(alice, ingested):
+    page = alice.post(
+        "/ask/",
+        {
+            "collection": "handbook",
+            "profile": "fast",
+            "question": DISK.replace("space", "spcae"),
+        },
+    ).content.decode()
+
+    assert "Read with the spelling corrected: <q>spcae</q> → <q>space</q>" in page

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from query_app.pipeline.options import QueryOptions
+from query_app.pipeline.spelling import spelling_correct
 from query_app.pipeline.stages.base import PipelineState, Stage
 from query_app.pipeline.transforms import TRANSFORMS, TransformResult
 from query_app.pipeline.types import TraceStep
@@ -19,6 +20,8 @@ class TransformDetails(TypedDict, total=False):
     model_calls: int
     reason: str
     cache: str
+    spelling: dict[str, str]  # misspelt word → its correction
+    corrected: str  # the question as retrieval and the answer read it
 
 
 class TransformStage(Stage):
@@ -34,6 +37,14 @@ class TransformStage(Stage):
         o = state.options.transform
         question = state.search_question
         details: TransformDetails = {}
+        collection = state.query.collection
+        if o.spelling and collection is not None:
+            spelled = spelling_correct(question, collection_id=int(collection.pk))
+            if spelled.fixes:
+                question = spelled.question
+                details["spelling"] = spelled.fixes
+                details["corrected"] = question
+                state = state.with_(standalone=question)
         if o.kind == "none":
             result = TransformResult(probes=[question], kind="single")
             step.skipped = True
@@ -61,4 +72,8 @@ class TransformStage(Stage):
 
     def summary(self, details: Mapping[str, Any]) -> list[str]:
         d = cast(TransformDetails, details)
-        return [f"{len(d.get('probes') or []) or 1} probe(s)", d.get("transform", "")]
+        fixes = d.get("spelling") or {}
+        spelled = (
+            [f"spelling: {', '.join(f'{a} → {b}' for a, b in fixes.items())}"] if fixes else []
+        )
+        return [f"{len(d.get('probes') or []) or 1} probe(s)", d.get("transform", ""), *spelled]
