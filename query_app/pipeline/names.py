@@ -12,6 +12,7 @@ never checked: a question may use a synonym of the documents' word.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from django.db import connection
 
@@ -52,9 +53,11 @@ def names_absent(*, collection_id: int, names: list[str]) -> list[str]:
     return absent
 
 
-def unknown_names_answer(names: list[str]) -> str:
+def never_mentions_answer(names: Sequence[str], why: str) -> str:
+    """The not-found answer for what the collection never mentions, and ``why`` that matters."""
     quoted = ", ".join(f"“{name}”" for name in names)
-    return (
-        f"Not found in this collection: it never mentions {quoted}, so no passage can "
-        "answer this question."
-    )
+    return f"Not found in this collection: it never mentions {quoted}, {why}."
+
+
+def unknown_names_answer(names: list[str]) -> str:
+    return never_mentions_answer(names, "so no passage can answer this question")

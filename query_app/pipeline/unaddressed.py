@@ -43,6 +43,7 @@ from django.db import connection
 
 from collections_app.search_index.keyword import TEXT_SEARCH_CONFIG
 from query_app.pipeline.lexical import STOPWORDS, content_terms, stem, words
+from query_app.pipeline.names import never_mentions_answer
 from query_app.pipeline.question import QUESTION_WORDS, asks_for_attribute
 
 Encode = Callable[[Sequence[str]], np.ndarray]
@@ -145,8 +146,6 @@ def unaddressed_words(
 
 
 def unaddressed_answer(words: Sequence[str]) -> str:
-    quoted = ", ".join(f"“{word}”" for word in words)
-    return (
-        f"Not found in this collection: it never mentions {quoted}, and the passages "
-        "nearest the question speak of something else."
+    return never_mentions_answer(
+        words, "and the passages nearest the question speak of something else"
     )

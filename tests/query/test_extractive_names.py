@@ -13,7 +13,7 @@ from query_app.pipeline.keyword import code_parts
 from query_app.pipeline.names import question_names
 from query_app.pipeline.rows import question_words, row_match
 from query_app.pipeline.units import ITEM, text_units
-from query_app.services import QueryRequest, query_answer
+from tests.support.asking import ask, stage_details
 from tests.support.factories import Doc, indexed_collection
 
 SCANNERS = (
@@ -47,15 +47,6 @@ def scanners(db, reader):
     )
 
 
-def _ask(reader, question: str, **overrides: object):
-    request = QueryRequest(collection="scanners", question=question, overrides=overrides or None)
-    return query_answer(user=reader, request=request)
-
-
-def _generate(run) -> dict:
-    return next(s for s in run.trace if s["stage"] == "generate")["details"]
-
-
 def test_codes_and_camel_case_identifiers_are_names():
     assert code_parts("macOS") == ["macOS"]
     assert code_parts("SourceTooLarge") == ["SourceTooLarge"]
@@ -68,26 +59,26 @@ def test_codes_and_camel_case_identifiers_are_names():
 
 
 def test_a_question_about_a_name_the_collection_never_mentions_is_declined(scanners, reader):
-    run = _ask(reader, "What is the battery capacity of the Quillmate Q5?")
+    run = ask(reader, "scanners", "What is the battery capacity of the Quillmate Q5?")
 
     assert run.mode == "not-found"
     assert "never mentions “Q5”" in run.answer
     assert "3200" not in run.answer
     assert run.citations == []
-    assert _generate(run)["unknown_names"] == ["Q5"]
+    assert stage_details(run, "generate")["unknown_names"] == ["Q5"]
 
 
 def test_the_same_question_about_a_name_it_mentions_is_answered(scanners, reader):
-    run = _ask(reader, "What is the battery capacity of the Quillmate Q3?")
+    run = ask(reader, "scanners", "What is the battery capacity of the Quillmate Q3?")
 
     assert run.mode == "extractive"
     assert "3200 mAh" in run.answer
-    assert "unknown_names" not in _generate(run)
+    assert "unknown_names" not in stage_details(run, "generate")
 
 
 def test_a_camel_case_identifier_is_looked_up_like_a_code(scanners, reader):
     # The keyword leg requires it: the passage holding it is an exact match.
-    run = _ask(reader, "What does SourceTooLarge mean?", retrieval={"mode": "hybrid"})
+    run = ask(reader, "scanners", "What does SourceTooLarge mean?", retrieval={"mode": "hybrid"})
 
     assert run.mode == "extractive"
     assert "exceeds the upload limit of 20 MB" in run.answer
@@ -104,7 +95,9 @@ def test_a_short_list_item_is_one_unit_without_its_marks():
 
 
 def test_the_owner_of_an_action_item_is_quoted_with_the_action(scanners, reader):
-    run = _ask(reader, "Who owns the certificate expiry alerting action, and when is it due?")
+    run = ask(
+        reader, "scanners", "Who owns the certificate expiry alerting action, and when is it due?"
+    )
 
     assert "Owner: Aisha Bakker. Due on 15 August." in run.answer
 
@@ -112,7 +105,9 @@ def test_the_owner_of_an_action_item_is_quoted_with_the_action(scanners, reader)
 def test_a_sentence_is_found_through_the_heading_above_it(scanners, reader):
     # Alone, "The TLS certificate … expired." says nothing of a root cause; under
     # its "Root cause" heading it answers the question's second part.
-    run = _ask(reader, "How long did the upload incident last, and what was its root cause?")
+    run = ask(
+        reader, "scanners", "How long did the upload incident last, and what was its root cause?"
+    )
 
     assert run.mode == "extractive"
     assert "For 47 minutes" in run.answer
@@ -158,14 +153,10 @@ def tables(db, reader):
 
 
 def test_the_row_named_by_the_question_is_quoted_first(tables, reader):
-    request = QueryRequest(
-        collection="tables", question="What is the list price of a Quillmate Q3?"
-    )
-    run = query_answer(user=reader, request=request)
+    run = ask(reader, "tables", "What is the list price of a Quillmate Q3?")
     assert run.answer.startswith("sku: SKU-20931; product: Quillmate Q3;")
     assert "Rugged" not in run.answer and "Starter Kit" not in run.answer
-    request = QueryRequest(collection="tables", question="Which office is closed on 27 April 2024?")
-    run = query_answer(user=reader, request=request)
+    run = ask(reader, "tables", "Which office is closed on 27 April 2024?")
     assert run.answer.startswith("date: 2024-04-27; holiday: King's Day; offices_closed: Utrecht")
     assert "Boxing Day" not in run.answer and "Company day" not in run.answer
 
@@ -188,8 +179,10 @@ def test_a_subtitle_in_a_page_title_block_is_a_title_but_not_under_markdown_head
 def test_each_part_of_a_two_part_question_gets_its_own_sentence(scanners, reader):
     # The second part's own words ("battery") pick its sentence, although the
     # first part's subject (the scanner) is read with it.
-    run = _ask(
-        reader, "How long did the upload incident last, and who owns the status page action?"
+    run = ask(
+        reader,
+        "scanners",
+        "How long did the upload incident last, and who owns the status page action?",
     )
     assert "For 47 minutes" in run.answer
     assert "Owner: Platform team." in run.answer
@@ -197,6 +190,6 @@ def test_each_part_of_a_two_part_question_gets_its_own_sentence(scanners, reader
 
 def test_a_question_naming_an_amount_needs_a_figure(scanners, reader):
     # The incident passage names the team, but no salary: nothing answers this.
-    run = _ask(reader, "What is the salary of the Platform team?")
+    run = ask(reader, "scanners", "What is the salary of the Platform team?")
     assert run.mode == "not-found"
     assert "Platform team" not in run.answer

@@ -13,7 +13,7 @@ import pytest
 
 from query_app.pipeline.retrieval import collection_embedder
 from query_app.pipeline.unaddressed import unaddressed_words, words_absent, words_to_try
-from query_app.services import QueryRequest, query_answer
+from tests.support.asking import ask, stage_details
 from tests.support.factories import Doc, indexed_collection
 
 OFFICES = (
@@ -53,46 +53,37 @@ def handbook(db, reader):
     )
 
 
-def _ask(reader, question: str):
-    request = QueryRequest(collection="handbook", question=question)
-    return query_answer(user=reader, request=request)
-
-
-def _generate(run) -> dict:
-    return next(s for s in run.trace if s["stage"] == "generate")["details"]
-
-
 def test_a_question_turning_on_a_word_nothing_quoted_speaks_of_is_declined(handbook, reader):
-    run = _ask(reader, "What will the weather be like in Ghent tomorrow?")
+    run = ask(reader, "handbook", "What will the weather be like in Ghent tomorrow?")
 
     assert run.mode == "not-found"
     assert "never mentions “weather”" in run.answer
     assert "Ghent office" not in run.answer
     assert run.citations == []
-    assert "weather" in _generate(run)["unaddressed_words"]
+    assert "weather" in stage_details(run, "generate")["unaddressed_words"]
 
 
 def test_a_word_the_collection_lacks_but_a_sentence_paraphrases_is_answered(handbook, reader):
-    run = _ask(reader, "What does a flashing crimson light on the Quillmate Q3 mean?")
+    run = ask(reader, "handbook", "What does a flashing crimson light on the Quillmate Q3 mean?")
 
     assert run.mode == "extractive"
     assert "battery is below 10 %" in run.answer
-    assert "unaddressed_words" not in _generate(run)
+    assert "unaddressed_words" not in stage_details(run, "generate")
 
 
 def test_a_misspelt_word_is_not_taken_for_an_unknown_one(handbook, reader):
-    run = _ask(reader, "How many days of anual leave do employees get?")
+    run = ask(reader, "handbook", "How many days of anual leave do employees get?")
 
     assert run.mode == "extractive"
     assert "25 working days" in run.answer
 
 
 def test_the_same_question_about_what_the_collection_holds_is_answered(handbook, reader):
-    run = _ask(reader, "When was Orrery Works founded?")
+    run = ask(reader, "handbook", "When was Orrery Works founded?")
 
     assert run.mode == "extractive"
     assert "founded in 2011" in run.answer
-    assert "unaddressed_words" not in _generate(run)
+    assert "unaddressed_words" not in stage_details(run, "generate")
 
 
 def test_only_unknown_content_words_of_the_question_are_tried():

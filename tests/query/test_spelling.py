@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from query_app.pipeline.spelling import spelling_correct
-from query_app.services import QueryRequest, query_answer
+from tests.support.asking import ask, stage_details
 from tests.support.factories import Doc, indexed_collection
 
 SCANNER = (
@@ -34,15 +34,6 @@ def manuals(db, reader):
         slug="manuals",
         members={reader: "read"},
     )
-
-
-def _ask(reader, question: str, **overrides: object):
-    request = QueryRequest(collection="manuals", question=question, overrides=overrides or None)
-    return query_answer(user=reader, request=request)
-
-
-def _transform(run) -> dict:
-    return next(s for s in run.trace if s["stage"] == "transform")["details"]
 
 
 def test_misspelt_words_become_the_collections_words(manuals):
@@ -77,27 +68,32 @@ def test_a_first_letter_and_short_words_are_never_changed(manuals):
 
 
 def test_the_answer_reads_the_corrected_question_and_the_trace_lists_it(manuals, reader):
-    run = _ask(reader, "How long does a full charge of the Quilmate batery last?")
+    run = ask(reader, "manuals", "How long does a full charge of the Quilmate batery last?")
 
     assert run.mode == "extractive"
     assert "14 hours of continuous scanning" in run.answer
-    details = _transform(run)
+    details = stage_details(run, "transform")
     assert details["spelling"] == {"Quilmate": "Quillmate", "batery": "battery"}
     assert details["corrected"] == "How long does a full charge of the Quillmate battery last?"
     assert run.question == "How long does a full charge of the Quilmate batery last?"
 
 
 def test_a_cached_retrieval_keeps_the_correction_for_the_answer(manuals, reader):
-    first = _ask(reader, "How long does a full charge of the Quilmate batery last?")
-    second = _ask(reader, "How long does a full charge of the Quilmate batery last?")
+    first = ask(reader, "manuals", "How long does a full charge of the Quilmate batery last?")
+    second = ask(reader, "manuals", "How long does a full charge of the Quilmate batery last?")
 
-    assert _transform(second)["cache"] == "hit"
-    assert _transform(second)["corrected"] == _transform(first)["corrected"]
+    assert stage_details(second, "transform")["cache"] == "hit"
+    assert (
+        stage_details(second, "transform")["corrected"]
+        == stage_details(first, "transform")["corrected"]
+    )
     assert second.answer == first.answer
 
 
 def test_spelling_can_be_turned_off(manuals, reader):
-    run = _ask(reader, "What are the paymnet terms for invoces?", transform={"spelling": False})
+    run = ask(
+        reader, "manuals", "What are the paymnet terms for invoces?", transform={"spelling": False}
+    )
 
-    assert "spelling" not in _transform(run)
-    assert _transform(run)["probes"] == ["What are the paymnet terms for invoces?"]
+    assert "spelling" not in stage_details(run, "transform")
+    assert stage_details(run, "transform")["probes"] == ["What are the paymnet terms for invoces?"]
