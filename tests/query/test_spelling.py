@@ -76,6 +76,8 @@ def test_the_answer_reads_the_corrected_question_and_the_trace_lists_it(manuals,
     assert details["spelling"] == {"Quilmate": "Quillmate", "batery": "battery"}
     assert details["corrected"] == "How long does a full charge of the Quillmate battery last?"
     assert run.question == "How long does a full charge of the Quilmate batery last?"
+    # The step did something: it is not shown as skipped.
+    assert not next(s for s in run.trace if s["stage"] == "transform")["skipped"]
 
 
 def test_a_cached_retrieval_keeps_the_correction_for_the_answer(manuals, reader):

@@ -47,7 +47,8 @@ class TransformStage(Stage):
                 state = state.with_(standalone=question)
         if o.kind == "none":
             result = TransformResult(probes=[question], kind="single")
-            step.skipped = True
+            # Not skipped when the spelling was corrected: the step changed the probe.
+            step.skipped = not details.get("spelling")
             details["reason"] = "transform 'none': the question is the only probe"
         else:
             calls_before = state.chat_calls
