@@ -138,9 +138,9 @@ def units_after(run: IngestionRun) -> None:
         (pk, ChunkUnits(text=text, title=title, location=location))
         for pk, text, title, location in rows
     ]
-    stepped = _SteppedEncoder(run, passages=len(pending))
     for start in range(0, len(pending), UNITS_GROUP_CHUNKS):
         group = pending[start : start + UNITS_GROUP_CHUNKS]
+        stepped = _SteppedEncoder(run, first=start + 1, last=start + len(group), total=len(pending))
         try:
             with run.stage("units"):
                 unit_vectors_fill(stepped, group)
@@ -153,7 +153,6 @@ def units_after(run: IngestionRun) -> None:
                 f"extractive answers ({exc}); answers embed them when they first read them"
             )
             return
-        stepped.passages_done = start + len(group)
 
 
 # Passages whose units are embedded together, and units per step within them.
@@ -162,20 +161,21 @@ UNITS_STEP_TEXTS = 1024
 
 
 class _SteppedEncoder:
-    """The run's embedder for ``units_after``: shortest first in steps, heeding a stop
-    and reporting progress between them; vectors back in the order asked."""
+    """The run's embedder for one group of ``units_after`` (passages ``first`` to
+    ``last`` of ``total``): shortest first in steps, heeding a stop and reporting
+    progress between them; vectors back in the order asked."""
 
-    def __init__(self, run: IngestionRun, *, passages: int) -> None:
+    def __init__(self, run: IngestionRun, *, first: int, last: int, total: int) -> None:
         self.run = run
         self.profile = run.embedder.profile
-        self.passages = passages
-        self.passages_done = 0
+        whole = first == 1 and last == total
+        self.passages = f"{total} passages" if whole else f"passages {first} to {last} of {total}"
 
     def encode(self, texts: Sequence[str]) -> Any:
         def embedded(done: int) -> None:
             self.run.notify(
                 f"preparing extractive answers: {done} of {len(texts)} sentences of "
-                f"{self.passages - self.passages_done} passages embedded"
+                f"{self.passages} embedded"
             )
 
         # The units stage is timed around the whole group (units_after).
