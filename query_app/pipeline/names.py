@@ -6,7 +6,9 @@ passages are to the rest of the question (the "Q3" passages, the other error
 codes, the Linux install). Such names are codes (letters and digits together,
 ``ERR-4471``, ``v2.3.1``) and camel-case identifiers (``macOS``,
 ``SourceTooLarge``): see ``keyword.code_parts``. Ordinary words are
-never checked: a question may use a synonym of the documents' word.
+never declined for here: a question may use a synonym of the documents' word.
+``words_absent`` answers the same for ordinary words, for the checks that
+weigh them further (spelling.py, unaddressed.py).
 """
 
 from __future__ import annotations
@@ -51,6 +53,23 @@ def names_absent(*, collection_id: int, names: list[str]) -> list[str]:
             if searchable and not present:
                 absent.append(name)
     return absent
+
+
+def words_absent(*, collection_id: int, words: Sequence[str]) -> list[str]:
+    """Those of ``words`` that no chunk of the collection holds (as a lexeme)."""
+    if not words:
+        return []
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT w FROM unnest(%s::text[]) WITH ORDINALITY AS t(w, n)"
+            " WHERE numnode(plainto_tsquery(%s::regconfig, w)) > 0 AND NOT EXISTS ("
+            " SELECT 1 FROM collections_app_chunk"
+            " WHERE collection_id = %s"
+            " AND search_vector @@ plainto_tsquery(%s::regconfig, w))"
+            " ORDER BY n",
+            [list(words), TEXT_SEARCH_CONFIG, int(collection_id), TEXT_SEARCH_CONFIG],
+        )
+        return [row[0] for row in cur.fetchall()]
 
 
 def never_mentions_answer(names: Sequence[str], why: str) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from query_app.pipeline.lexical import STOPWORDS
+
 # "… and how do I fix it?", ", and on its battery?", ", and what is each one for?"
 _PART_SPLIT_RE = re.compile(
     r"(?:,\s*|\s+)and\s+(?=(?:what|how|which|who|whom|when|where|why|is|are|was|were|does|do|"
@@ -80,6 +82,18 @@ _ATTRIBUTE_RE = re.compile(
     r"^\W*(?:what|which|when|who|whom|whose|where|how (?:much|many|long|often|old))\b",
     re.IGNORECASE,
 )
+
+
+def plain_word(word: str, *, min_length: int) -> bool:
+    """An ordinary word of a question, worth looking up in a collection: letters only,
+    at least ``min_length`` of them, neither a stopword nor a word framing the question."""
+    lower = word.lower()
+    return (
+        len(word) >= min_length
+        and word.isalpha()
+        and lower not in STOPWORDS
+        and lower not in QUESTION_WORDS
+    )
 
 
 def asks_for_attribute(question: str) -> bool:

@@ -2,9 +2,9 @@
 
 "paymnet terms for invoces?" finds little: the keyword leg matches no lexeme,
 and the embedding of a misspelt word lies far from the right one's. Each word
-of the question whose stem no chunk of the collection holds (it is not among
-the collection's lexemes, ``TermStat``) is compared with the lexemes that
-begin with the same letter and are about as long; the nearest within
+of the question that no chunk of the collection holds (``names.words_absent``)
+is compared with the collection's lexemes (``TermStat``) that begin with the
+same letter and are about as long; the nearest within
 ``STEM_EDITS`` (OSA distance, rapidfuzz: a swapped pair of letters is one edit)
 replaces it, the one in most chunks when several are as near. The word is
 written back as a chunk of the collection writes it, so the embedding reads a
@@ -30,8 +30,9 @@ from django.db.backends.utils import CursorWrapper
 from rapidfuzz.distance import OSA
 from spellchecker import SpellChecker
 
-from query_app.pipeline.lexical import STOPWORDS, WORD_RE, stem
-from query_app.pipeline.question import QUESTION_WORDS
+from query_app.pipeline.lexical import WORD_RE, stem
+from query_app.pipeline.names import words_absent
+from query_app.pipeline.question import plain_word
 
 MIN_LENGTH = 5
 # Edits between the stems, and between the word as typed and as corrected: one
@@ -59,14 +60,7 @@ def dictionary_load() -> None:
 
 
 def _tried(word: str) -> bool:
-    lower = word.lower()
-    return (
-        len(word) >= MIN_LENGTH
-        and word.isalpha()
-        and not word.isupper()
-        and lower not in STOPWORDS
-        and lower not in QUESTION_WORDS
-    )
+    return plain_word(word, min_length=MIN_LENGTH) and not word.isupper()
 
 
 def spelling_correct(question: str, *, collection_id: int) -> Spelling:
@@ -74,19 +68,15 @@ def spelling_correct(question: str, *, collection_id: int) -> Spelling:
     spans = [m for m in WORD_RE.finditer(question) if _tried(m.group())]
     if not spans:
         return Spelling(question)
-    stems = {m.group(): stem(m.group()) for m in spans}
+    absent = words_absent(
+        collection_id=collection_id, words=list(dict.fromkeys(m.group() for m in spans))
+    )
+    fixes: dict[str, str] = {}
     with connection.cursor() as cur:
-        cur.execute(
-            "SELECT lexeme FROM collections_app_termstat"
-            " WHERE collection_id = %s AND lexeme = ANY(%s)",
-            [int(collection_id), sorted(set(stems.values()))],
-        )
-        held = {row[0] for row in cur.fetchall()}
-        fixes: dict[str, str] = {}
-        for word, lexeme in stems.items():
-            if lexeme in held or word in fixes or word.lower() in _dictionary():
+        for word in absent:
+            if word.lower() in _dictionary():
                 continue
-            nearest = _nearest(cur, collection_id, lexeme)
+            nearest = _nearest(cur, collection_id, stem(word))
             written = _as_written(cur, collection_id, nearest, word.lower()) if nearest else ""
             if written and OSA.distance(word.lower(), written) <= WORD_EDITS:
                 fixes[word] = written.capitalize() if word[0].isupper() else written

@@ -25,7 +25,7 @@ What is tried:
   passages about the residents answer it; "How are chunk sizes counted?" is
   answered in other words ("measured in tokens");
 - only the question's words that no passage holds, and of those only the ones
-  no chunk of the collection holds (``words_absent``);
+  no chunk of the collection holds (``names.words_absent``);
 - never a misspelling of a passage word or of a common word ("conect",
   "wich"), nor a word that frames a question ("how much").
 
@@ -41,12 +41,10 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from django.db import connection
 
-from collections_app.search_index.keyword import TEXT_SEARCH_CONFIG
 from query_app.pipeline.lexical import STOPWORDS, content_terms, stem, words
 from query_app.pipeline.names import never_mentions_answer
-from query_app.pipeline.question import QUESTION_WORDS, asks_for_attribute
+from query_app.pipeline.question import asks_for_attribute, plain_word
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 AbsentWords = Callable[[Sequence[str]], list[str]]
@@ -85,36 +83,12 @@ def words_to_try(question: str, passages: Sequence[str]) -> list[str]:
     found: list[str] = []
     for word in words(question):
         lower = word.lower()
-        if (
-            len(word) < MIN_LENGTH
-            or not word.isalpha()
-            or lower in STOPWORDS
-            or lower in QUESTION_WORDS
-            or stem(lower) in held
-            or word in found
-        ):
+        if not plain_word(word, min_length=MIN_LENGTH) or stem(lower) in held or word in found:
             continue
         if difflib.get_close_matches(lower, vocabulary, n=1, cutoff=MISSPELLING):
             continue
         found.append(word)
     return found
-
-
-def words_absent(*, collection_id: int, words: Sequence[str]) -> list[str]:
-    """Those of ``words`` that no chunk of the collection holds (as a lexeme)."""
-    if not words:
-        return []
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT w FROM unnest(%s::text[]) WITH ORDINALITY AS t(w, n)"
-            " WHERE numnode(plainto_tsquery(%s::regconfig, w)) > 0 AND NOT EXISTS ("
-            " SELECT 1 FROM collections_app_chunk"
-            " WHERE collection_id = %s"
-            " AND search_vector @@ plainto_tsquery(%s::regconfig, w))"
-            " ORDER BY n",
-            [list(words), TEXT_SEARCH_CONFIG, int(collection_id), TEXT_SEARCH_CONFIG],
-        )
-        return [row[0] for row in cur.fetchall()]
 
 
 def _without(question: str, word: str) -> str:

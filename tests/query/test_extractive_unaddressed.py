@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from query_app.pipeline.names import words_absent
 from query_app.pipeline.retrieval import collection_embedder
-from query_app.pipeline.unaddressed import unaddressed_words, words_absent, words_to_try
+from query_app.pipeline.unaddressed import unaddressed_words, words_to_try
 from tests.support.asking import ask, stage_details
 from tests.support.factories import Doc, indexed_collection
 

@@ -10,13 +10,13 @@ from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.embed_cache import cached_encoder
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
 from query_app.pipeline.lexical import answer_sentences
-from query_app.pipeline.names import names_absent, question_names
+from query_app.pipeline.names import names_absent, question_names, words_absent
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.output_filter import output_filter_stage
 from query_app.pipeline.retrieval import collection_embedder
 from query_app.pipeline.stages.base import PipelineState, Stage, StageCheck
 from query_app.pipeline.types import PipelineEvent, TokenEvent, TraceStep
-from query_app.pipeline.unaddressed import AbsentWords, words_absent
+from query_app.pipeline.unaddressed import AbsentWords
 
 
 class GenerateDetails(TypedDict, total=False):
