@@ -23,13 +23,11 @@ def decisive_keyword_hit(
     ratio: float,
     min_coverage: float,
 ) -> dict[str, Any]:
-    """Whether the keyword leg's top hit is decisive: far ahead of the second, most words held.
+    """Whether the keyword leg's top hit is decisive: at least ``ratio`` times the
+    second's score, and at least ``min_coverage`` of the question's words held.
 
-    Rank fusion sees only that the hit is first in its leg, not that it scores
-    ``ratio`` times the runner-up; when the vector leg misses it, RRF can bury
-    the one chunk that holds the question's rare words. Returns the hit's id,
-    its margin over the second hit (None when there is no scored second hit)
-    and its coverage, with ``fires``.
+    Returns the hit's id, its margin over the second hit (None when there is no
+    scored second hit) and its coverage, with ``fires``.
     """
     if not keyword_hits:
         return {"fires": False}
