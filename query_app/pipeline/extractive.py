@@ -268,9 +268,9 @@ def extract(
     held_to = sentence_floor if encode is not None else None
     exact = {p.marker for p in context.passages if p.candidate.exact_match}
     # One ranking for the whole question, and for a two-part one, one per part.
-    # A later part is embedded with the first part's subject ("how do I fix it
-    # EmbeddingProfileDrift") but its words are its own: "on its battery" wants the
-    # battery sentence, not another one about the scanner's warranty.
+    # A later part that points back is embedded with the first part's subject ("how
+    # do I fix it EmbeddingProfileDrift") but its words are its own: "on its battery"
+    # wants the battery sentence, not another one about the scanner's warranty.
     own = [question, *own_parts(question)] if len(parts) > 1 else [question]
     rankings = [
         _scored(
@@ -389,14 +389,30 @@ def _choose(
     def placed(quote: Quote) -> bool:
         return any((c.marker, c.position) == (quote.marker, quote.position) for c in chosen)
 
+    # Units nearly as good as the best answer to one part ("Which OpenSSL version did
+    # 2.1 bring": the 3.0.14 sentence beside the one naming 2.1.2) may join from a
+    # passage not cited yet.
+    near_a_part = {
+        (quote.marker, quote.position)
+        for part in parts
+        for quote, _ in part
+        if quote.score >= JOIN_RATIO * part[0][0].score
+    }
+
     for quote, following in [ranked[0], *required, *ranked[1:]]:
         is_required = any(quote is r[0] for r in required)
         if len(chosen) >= max_sentences:
             break
         if chosen and not is_required and quote.novelty < RESTATES:
             continue  # "Beacon Cloud outage on 18 July 2024" only restates the question
-        if chosen and parts and not is_required and all(c.marker != quote.marker for c in chosen):
-            continue  # each part has its answer: nothing joins from a passage not cited
+        if (
+            chosen
+            and parts
+            and not is_required
+            and all(c.marker != quote.marker for c in chosen)
+            and (quote.marker, quote.position) not in near_a_part
+        ):
+            continue  # each part has its answer: nothing else joins from a passage not cited
         if not is_required and quote.score < JOIN_RATIO * best.score:
             break
         if best.named and quote.unit.kind == ROW and not quote.named and not is_required:

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 
-from query_app.pipeline.lexical import STOPWORDS
+from query_app.pipeline.lexical import STOPWORDS, content_terms
 
-# "… and how do I fix it?", ", and on its battery?", ", and what is each one for?"
+# "… and how do I fix it?", ", and on its battery?", ", and what is each one for?",
+# ", and at which address do I reach support?", ", and during which hours …?"
 _PART_SPLIT_RE = re.compile(
     r"(?:,\s*|\s+)and\s+(?=(?:what|how|which|who|whom|when|where|why|is|are|was|were|does|do|"
-    r"did|can|could|should|on|in|for|its|their)\b)|,\s+(?=(?:what|how|which|who|when|where|why)\b)",
+    r"did|can|could|should|on|in|for|its|their)\b)"
+    r"|(?:,\s*|\s+)and\s+(?=(?:at|by|from|to|with|during|under|after|before|until)\s+"
+    r"(?:what|which|whom|whose|how)\b)"
+    r"|,\s+(?=(?:what|how|which|who|when|where|why)\b)",
     re.IGNORECASE,
 )
 QUESTION_WORDS = frozenset(
@@ -109,18 +113,37 @@ def states_quantity(text: str) -> bool:
 
 
 def question_parts(question: str) -> list[str]:
-    """The sub-questions of a question that asks two things ("What is X and how do I fix it?").
+    """The sub-questions of a question that asks two or three things, each as searched.
 
-    A later part borrows the first part's subject words, so "how do I fix it"
-    is searched as "how do I fix it EmbeddingProfileDrift".
+    A later part that names its own subject is searched in its own words
+    ("where do I report a new vulnerability"); one that points back ("how do I
+    fix it?") borrows the first part's subject words and is searched as "how do
+    I fix it EmbeddingProfileDrift". Borrowed words where they are not needed
+    would pull the part back to the first part's passages.
     """
-    parts = [p.strip(" ?,;") for p in _PART_SPLIT_RE.split(question) if p.strip(" ?,;")]
-    if len(parts) < 2:
+    own = own_parts(question)
+    if len(own) < 2:
         return [question]
     subject = " ".join(
-        w for w in re.findall(r"[\w.\-]+", parts[0]) if w.lower() not in QUESTION_WORDS
+        w for w in re.findall(r"[\w.\-]+", own[0]) if w.lower() not in QUESTION_WORDS
     )
-    return [parts[0], *(f"{part} {subject}" for part in parts[1:3])]
+    return [own[0], *(f"{part} {subject}" if refers_back(part) else part for part in own[1:])]
+
+
+# A later part that points back at the first one ("how do I fix it?", "… of them?")
+# needs the first part's subject to be searched; one that names its own does not.
+_REFERS_BACK = frozenset(
+    {"it", "its", "they", "them", "their", "theirs", "this", "these", "those", "he", "she"}
+    | {"him", "her", "his", "hers", "there", "thereof", "same", "former", "latter"}
+)
+# A part this short says too little to be searched alone ("and for how long?").
+MIN_OWN_TERMS = 2
+
+
+def refers_back(part: str) -> bool:
+    """Whether a later part of a question needs the first part's subject to be searched."""
+    tokens = {w.lower() for w in re.findall(r"[\w']+", part)}
+    return bool(tokens & _REFERS_BACK) or len(set(content_terms(part))) < MIN_OWN_TERMS
 
 
 def own_parts(question: str) -> list[str]:

@@ -38,6 +38,8 @@ _FOOTER_RE = re.compile(r"^(?:page\s+\d+(?:\s+of\s+\d+)?|-?\s*\d+\s*-?)$", re.IG
 _TOC_ENTRY_RE = re.compile(r"\((?:page|p\.)\s*\d+\)$|\.{4,}\s*\d+$", re.IGNORECASE)
 # Words at most in a line that stands alone as a title.
 TITLE_MAX_WORDS = 8
+# Words at least in a sentence an answer may quote ("Version 3.4." is a label).
+SENTENCE_MIN_WORDS = 3
 # A list item up to this many words is one unit, whatever its sentences: "Alert 30
 # days before expiry. Owner: Aisha Bakker. Due on 15 August." reads as one fact.
 ITEM_MAX_WORDS = 40
@@ -139,7 +141,16 @@ def _sentences(text: str, base: int, kind: str) -> list[TextUnit]:
             pieces[-1] = (pieces[-1][0], end)
         else:
             pieces.append((start, end))
-    return [TextUnit(_fold(text[a:b]), base + a, base + b, kind=kind) for a, b in pieces]
+    units = [TextUnit(_fold(text[a:b]), base + a, base + b, kind=kind) for a, b in pieces]
+    # "Version 3.4." opening a PDF's first paragraph is a label, not something to quote.
+    return [
+        TextUnit(u.text, u.start, u.end, kind, title=True)
+        if kind == SENTENCE
+        and len(u.text.split()) < SENTENCE_MIN_WORDS
+        and not u.text.endswith(":")  # "Install silently:" introduces what follows
+        else u
+        for u in units
+    ]
 
 
 def _group(lines: list[_Line]) -> list[tuple[str, list[_Line]]]:

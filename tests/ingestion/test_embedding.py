@@ -225,3 +225,43 @@ def test_a_flush_embedded_longest_first_stores_each_passage_its_own_vector(
     expected = get_embedder().encode([c.header + c.text for c in chunks])
     stored = np.asarray([c.embedding for c in chunks], dtype=np.float32)
     assert float(np.min(np.sum(expected * stored, axis=1))) > 0.999
+
+
+def test_ingestion_steps_are_equal_so_none_runs_as_a_small_batch():
+    """300 passages in steps of at most 128 go as 100 + 100 + 100: a last step of 44
+    would be taken for a question's small batch and run on one thread."""
+    from contextlib import nullcontext
+
+    from collections_app.embedding import SMALL_BATCH
+    from collections_app.ingestion.pipeline.embed import encode_in_steps
+
+    sizes: list[int] = []
+
+    class Embedder:
+        def encode(self, texts):  # type: ignore[no-untyped-def]
+            sizes.append(len(texts))
+            return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+    class Run:
+        embedder = Embedder()
+
+        def check_stop(self) -> None:
+            pass
+
+        def stage(self, name):  # type: ignore[no-untyped-def]
+            return nullcontext()
+
+    texts = [("word " * (1 + i % 37)).strip() for i in range(300)]
+    done: list[int] = []
+    vectors = encode_in_steps(
+        Run(), texts, size=128, longest_first=True, stage="embed", after=done.append
+    )
+    assert sizes == [100, 100, 100] and min(sizes) > SMALL_BATCH
+    assert done == [100, 200, 300]
+    # The vectors come back in the order of the texts.
+    assert [int(v[0]) for v in vectors] == [len(t) for t in texts]
+    sizes.clear()
+    encode_in_steps(
+        Run(), texts[:128], size=128, longest_first=False, stage=None, after=done.append
+    )
+    assert sizes == [128]

@@ -137,7 +137,9 @@ def test_a_later_part_is_searched_in_its_own_words_and_keeps_its_evidence(hops_k
     # which answers the second part, is in the evidence too.
     kept = {c["source"] for c in run.citations}
     assert {"/releases/notes.md", "/policies/security.md"} <= kept
+    # Both parts are answered: the version, and where to report (in the part's own words).
     assert "3.0.14" in run.answer
+    assert "security@example.org" in run.answer
 
 
 def passage(chunk_id: str, score: float) -> Candidate:
@@ -177,6 +179,18 @@ def test_a_later_part_that_points_back_borrows_the_subject():
     assert decompose_offline("How heavy is the S3, and where do I report a vulnerability?") == [
         "How heavy is the S3",
         "where do I report a vulnerability",
+    ]
+    # A later part may open with a preposition before its question word.
+    assert decompose_offline(
+        "In which city is the support hub, and at which e-mail address do I reach support?"
+    ) == ["In which city is the support hub", "at which e-mail address do I reach support"]
+    assert decompose_offline("What does the kit cost, and during which hours is it sold?") == [
+        "What does the kit cost",
+        "during which hours is it sold kit cost",
+    ]
+    # "and" before a preposition without a question word joins one question's words.
+    assert decompose_offline("Which files are kept in Ghent and at Lisbon?") == [
+        "Which files are kept in Ghent and at Lisbon?"
     ]
 
 

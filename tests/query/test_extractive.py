@@ -77,6 +77,19 @@ def test_list_items_stay_apart_and_titles_and_footers_are_never_quotable():
     assert all(DATASHEET[u.start : u.end] == u.text for u in units if u.kind == ITEM)
 
 
+def test_a_two_word_label_opening_a_paragraph_is_never_quoted():
+    # A PDF's first lines run together: "Version 3.4." is a label, not a sentence.
+    units = text_units(
+        "Lanternfish Administration Guide\nVersion 3.4. This guide is for administrators "
+        "who run the server.\n\nInstall silently:\n\n```\nsetup /qn\n```\n"
+    )
+    quotable = [u.text for u in units if u.quotable]
+    assert "Version 3.4." not in quotable
+    assert "This guide is for administrators who run the server." in quotable
+    # A short line that introduces the next one stays quotable.
+    assert "Install silently:" in quotable
+
+
 def test_table_headers_and_rules_are_titles_rows_and_code_lines_are_units():
     text = (
         "| Key | Default |\n| --- | --- |\n| `keep_daily` | 14 |\n\n"

@@ -69,6 +69,10 @@ def encode_in_steps(
 
     sign = -1 if longest_first else 1
     order = sorted(range(len(texts)), key=lambda i: sign * len(texts[i]))
+    # Steps of equal size, at most ``size``: a short last step (300 passages in steps
+    # of 128 would end with 44) would be taken for a question's small batch by the
+    # embedder and run on one thread (SMALL_BATCH).
+    size = -(-len(texts) // -(-len(texts) // size)) if texts else size
     parts = []
     for start in range(0, len(texts), size):
         run.check_stop()

@@ -16,11 +16,9 @@ One module per judgement (``triage.py``, ``decompose.py``, ``grade.py``,
 """
 
 from query_app.pipeline.corrective.decompose import (
-    MIN_OWN_TERMS,
     decompose,
     decompose_offline,
     part_words,
-    refers_back,
 )
 from query_app.pipeline.corrective.grade import (
     VERDICTS,
@@ -43,7 +41,6 @@ from query_app.pipeline.corrective.triage import (
 )
 
 __all__ = [
-    "MIN_OWN_TERMS",
     "ROUTES",
     "TRIAGE_LABELS",
     "VERDICTS",
@@ -58,7 +55,6 @@ __all__ = [
     "parse_grade",
     "part_words",
     "prf_terms",
-    "refers_back",
     "rewrite_offline",
     "rewrite_probe",
     "route",

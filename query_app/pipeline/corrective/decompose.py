@@ -10,28 +10,13 @@ from query_app.chat import ChatClient
 from query_app.pipeline.corrective.judgement import Judgement, ask_chat, short_reply
 from query_app.pipeline.lexical import content_terms, content_words
 from query_app.pipeline.prompts import data_block
-from query_app.pipeline.question import own_parts, question_parts
+from query_app.pipeline.question import question_parts
 
 _COMPARE_SPLIT_RE = re.compile(
     r"^(?P<head>.*?\b(compare|between|difference between)\s+)(?P<a>.+?)\s+"
     r"(and|with|to|versus|vs\.?)\s+(?P<b>.+?)[?.!]*$",
     re.IGNORECASE,
 )
-
-# A later part that points back at the first one ("how do I fix it?", "… of them?")
-# needs the first part's subject to be searched; one that names its own does not.
-_REFERS_BACK = frozenset(
-    {"it", "its", "they", "them", "their", "theirs", "this", "these", "those", "he", "she"}
-    | {"him", "her", "his", "hers", "there", "thereof", "same", "former", "latter"}
-)
-# A part this short says too little to be searched alone ("and for how long?").
-MIN_OWN_TERMS = 2
-
-
-def refers_back(part: str) -> bool:
-    """Whether a later part of a question needs the first part's subject to be searched."""
-    tokens = {w.lower() for w in re.findall(r"[\w']+", part)}
-    return bool(tokens & _REFERS_BACK) or len(set(content_terms(part))) < MIN_OWN_TERMS
 
 
 def decompose_offline(question: str) -> list[str]:
@@ -47,15 +32,7 @@ def decompose_offline(question: str) -> list[str]:
         a, b = match.group("a").strip(" ,"), match.group("b").strip(" ,")
         if a and b:
             return [a, b]
-    parts = question_parts(question)
-    if len(parts) < 2:
-        return [question]
-    own = own_parts(question)
-    later = [
-        borrowed if refers_back(asked) else asked
-        for asked, borrowed in zip(own[1:], parts[1:], strict=True)
-    ]
-    return [parts[0], *later][:3]
+    return question_parts(question)
 
 
 def part_words(part: str, first: str) -> str:
