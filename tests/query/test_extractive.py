@@ -90,6 +90,22 @@ def test_a_two_word_label_opening_a_paragraph_is_never_quoted():
     assert "Install silently:" in quotable
 
 
+def test_sentences_end_only_where_a_space_follows_and_offsets_stay_exact():
+    text = (
+        "History is kept in `~/.psql_history`, or `%APPDATA%\\psql_history` on Windows. "
+        "Set `HISTSIZE` to keep more!\nLines join.  Then this one ends? Yes, it does."
+    )
+    units = text_units(text)
+    assert [u.text for u in units] == [
+        "History is kept in `~/.psql_history`, or `%APPDATA%\\psql_history` on Windows.",
+        "Set `HISTSIZE` to keep more!",
+        "Lines join.",
+        "Then this one ends?",
+        "Yes, it does.",
+    ]
+    assert all(" ".join(text[u.start : u.end].split()) == u.text for u in units)
+
+
 def test_table_headers_and_rules_are_titles_rows_and_code_lines_are_units():
     text = (
         "| Key | Default |\n| --- | --- |\n| `keep_daily` | 14 |\n\n"
