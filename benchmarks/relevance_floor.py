@@ -17,9 +17,14 @@ grid) whose false-refusal rate stays at or below the target on every dataset.
 With ``--keyword`` it also calibrates ``floor.min_keyword_coverage`` (the
 IDF-weighted share of the question's terms found in the best keyword hit) on
 the SciFact collection that ``benchmarks/keyword_scifact.py --keep`` leaves in
-the benchmark database.
+the benchmark database. With ``--units`` it calibrates the sentence path
+(``floor.min_unit_similarity``): a question whose best passage is below the
+vector floor is still answered when one unit (sentence, list item, row) of its
+five best passages, read as the extractive answer reads it, is this near the
+question on its own; it prints, per unit floor, the answerable questions so
+rescued and the off-topic ones so let through.
 
-Usage: .venv/bin/python benchmarks/relevance_floor.py [--target 0.05] [--keyword]
+Usage: .venv/bin/python benchmarks/relevance_floor.py [--target 0.05] [--keyword] [--units]
 Embeddings are cached under var/bench/ so reruns are fast.
 """
 
@@ -113,6 +118,9 @@ def main() -> None:
         "--full", action="store_true", help="embed the whole corpora (about an hour on 2 CPUs)"
     )
     parser.add_argument(
+        "--units", action="store_true", help="also calibrate the one-sentence floor"
+    )
+    parser.add_argument(
         "--extra", type=int, default=100, help="random unjudged abstracts added per corpus"
     )
     args = parser.parse_args()
@@ -193,6 +201,78 @@ def main() -> None:
     print(f"\nhighest floor with false refusals <= {args.target:.0%} on every dataset: {chosen}")
     if args.keyword:
         keyword_floor(scifact_questions, args.target)
+    if args.units:
+        sets = {
+            "scifact": (scifact_questions, sq, scifact_corpus, sc),
+            "pubmedqa": (pubmed_questions, pq, pubmed_corpus, pc),
+        }
+        unit_floor(sets, OFF_TOPIC, oq)
+
+
+def unit_floor(
+    sets: dict[str, tuple[list[str], np.ndarray, list[dict], np.ndarray]],
+    off_topic: list[str],
+    off_vectors: np.ndarray,
+    *,
+    top: int = 5,
+) -> None:
+    """The sentence path at the default passage floor: for each question whose best
+    passage is below it, the best unit of its ``top`` passages."""
+    from collections_app.embedding.unit_vectors import ChunkUnits, unit_texts
+    from query_app.pipeline.options import DEFAULT_MIN_VECTOR_SIMILARITY as passage_floor
+
+    def best_units(texts: list[str], vectors: np.ndarray, docs: list[dict], corpus: np.ndarray):
+        """Best unit cosine of each question below the passage floor (by index)."""
+        sims = vectors @ corpus.T
+        below = [i for i in range(len(texts)) if sims[i].max() < passage_floor]
+        per_question = {
+            i: [
+                t
+                for d in np.argsort(-sims[i])[:top]
+                for t in unit_texts(
+                    ChunkUnits(text=docs[d]["text"], title=docs[d]["title"], location="")
+                )
+            ]
+            for i in below
+        }
+        unique = list(dict.fromkeys(t for ts in per_question.values() for t in ts))
+        if not unique:
+            return {}
+        unit_vectors = dict(zip(unique, embed(unique, "units"), strict=True))
+        return {
+            i: max(float(unit_vectors[t] @ vectors[i]) for t in ts) if ts else 0.0
+            for i, ts in per_question.items()
+        }
+
+    print(f"\nsentence path below the passage floor {passage_floor} (top {top} passages)")
+    rescued: dict[str, dict[int, float]] = {}
+    let_through: dict[str, dict[int, float]] = {}
+    for name, (texts, vectors, docs, corpus) in sets.items():
+        rescued[name] = best_units(texts, vectors, docs, corpus)
+        let_through[name] = best_units(off_topic, off_vectors, docs, corpus)
+        print(
+            f"{name}: {len(rescued[name])} of {len(texts)} answerable and "
+            f"{len(let_through[name])} of {len(off_topic)} off-topic questions below it"
+        )
+    off_total = len(off_topic) * len(sets)
+    print(
+        f"{'unit floor':>10} {'false refusals scifact':>24} {'pubmedqa':>9} "
+        f"{'off-topic declined':>20} {'let through by a unit':>22}"
+    )
+    for floor in np.arange(0.30, 0.56, 0.05):
+        refusals = {
+            name: sum(best < floor for best in rescued[name].values()) / len(sets[name][0])
+            for name in sets
+        }
+        through = sum(best >= floor for values in let_through.values() for best in values.values())
+        declined = sum(best < floor for values in let_through.values() for best in values.values())
+        print(
+            f"{floor:>10.2f} {refusals['scifact']:>24.1%} {refusals['pubmedqa']:>9.1%} "
+            f"{declined / off_total:>20.1%} {through:>22}"
+        )
+    for name, values in let_through.items():
+        for i, best in sorted(values.items(), key=lambda kv: -kv[1])[:3]:
+            print(f"  nearest off-topic unit on {name}: {best:.3f}  {off_topic[i]!r}")
 
 
 def keyword_floor(questions: list[str], target: float) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -149,16 +149,19 @@ def _answers_something(unit: TextUnit) -> bool:
 
 
 def _candidates(
-    context: AssembledContext, floor: float | None
+    context: AssembledContext, floor: float | None, *, unit_floor: float | None = None
 ) -> tuple[list[tuple[Quote, TextUnit | None]], int, int]:
-    """Quotable units of the passages that clear the floor, each with the unit after it."""
+    """Quotable units of the passages that clear the floor, each with the unit after it
+    (with ``unit_floor``, those of the passages below it too: each unit is then held
+    to ``unit_floor`` on its own, see ``extract``)."""
     quotes: list[tuple[Quote, TextUnit | None]] = []
     skipped_instructions = 0
     below_floor = 0
     for passage in context.passages:
         if not _passage_clears(passage, floor):
             below_floor += 1
-            continue
+            if unit_floor is None:
+                continue
         units = text_units(passage.text)
         # The passage's opening title (a page's or a document's) covers all of it;
         # a later heading covers the units up to the next one.
@@ -238,13 +241,17 @@ def extract(
     floor: float | None,
     sentence_floor: float | None = None,
     said: frozenset[str] = frozenset(),
+    unit_floor: float | None = None,
 ) -> Extract:
     """The quotes that answer ``question`` (none when nothing clears the floors).
 
     ``said`` holds the sentences the previous answer of a conversation quoted: a
     follow-up wants something new, so they are passed over while another qualifies.
     """
-    found, skipped, below = _candidates(context, floor)
+    found, skipped, below = _candidates(context, floor, unit_floor=unit_floor)
+    # A passage below the floor lends a unit only when that unit alone is near the
+    # question (``floor.min_unit_similarity``): a notes page mixing five subjects.
+    held = {p.marker: unit_floor for p in context.passages if not _passage_clears(p, floor)}
     details: dict[str, Any] = {
         "candidates": len(found),
         "skipped_instruction_like": skipped,
@@ -274,7 +281,15 @@ def extract(
     own = [question, *own_parts(question)] if len(parts) > 1 else [question]
     rankings = [
         _scored(
-            found, unit_terms, heading_terms, sims[:, i], probe, own[i], floor=held_to, exact=exact
+            found,
+            unit_terms,
+            heading_terms,
+            sims[:, i],
+            probe,
+            own[i],
+            floor=held_to,
+            exact=exact,
+            held=held if encode is not None else {},
         )
         for i, probe in enumerate(probes)
     ]
@@ -290,7 +305,9 @@ def extract(
     if not scored:
         details["best_sentence_similarity"] = round(float(sims.max()), 4)
         return Extract(details=details)
-    chosen = _choose(scored, max_sentences, parts=[r for r in rankings[1:] if r])
+    chosen = _choose(
+        scored, max_sentences, parts=[r for r in rankings[1:] if r], held=frozenset(held)
+    )
     chosen.sort(key=lambda q: (q.marker, q.position))
     details["sentences"] = len(chosen)
     details["scores"] = [round(q.score, 4) for q in chosen]
@@ -311,6 +328,7 @@ def _scored(
     *,
     floor: float | None,
     exact: set[int],
+    held: Mapping[int, float | None],
 ) -> list[tuple[Quote, TextUnit | None]]:
     """The units that clear the sentence floor for ``probe``, best first."""
     asked = set(content_terms(probe))  # what a unit restating the probe would repeat
@@ -326,6 +344,8 @@ def _scored(
     ):
         if floor is not None and quote.marker not in exact and sim < floor:
             continue
+        if quote.marker in held and quote.marker not in exact and sim < (held[quote.marker] or 0):
+            continue  # from a passage below the floor: only a unit near the question alone
         if quantity and not states_quantity(quote.unit.text):
             continue  # "How much does it cost?" is not answered without a figure
         novelty = len(terms - asked - wanted) / len(terms) if terms else 0.0
@@ -356,9 +376,12 @@ def _choose(
     max_sentences: int,
     *,
     parts: list[list[tuple[Quote, TextUnit | None]]],
+    held: frozenset[int] = frozenset(),
 ) -> list[Quote]:
     """The best quote, one more for each part of a two-part question that another
-    answers better, then those nearly as good as the best. Repeats are skipped."""
+    answers better, then those nearly as good as the best. Repeats are skipped.
+    A passage below the floor (``held``) lends the best quote or a part's, never
+    one that merely joins them."""
     ranked = list(scored)
     best = ranked[0][0]
     required: list[tuple[Quote, TextUnit | None]] = []
@@ -415,6 +438,8 @@ def _choose(
             continue  # each part has its answer: nothing else joins from a passage not cited
         if not is_required and quote.score < JOIN_RATIO * best.score:
             break
+        if chosen and not is_required and quote.marker in held:
+            continue  # near the question on its own, but its passage is not
         if best.named and quote.unit.kind == ROW and not quote.named and not is_required:
             continue  # the row the question names answers it; its neighbours do not
         if placed(quote) or not take(quote):

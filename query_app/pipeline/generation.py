@@ -99,6 +99,9 @@ class GenerationRequest:
     unknown_names: tuple[str, ...] = ()
     # Which of some words no chunk of the collection holds (unaddressed.py).
     absent_words: AbsentWords | None = None
+    # A passage below ``floor`` may be quoted where one of its units is this near the
+    # question on its own (``floor.min_unit_similarity``; the rerank stage let it in).
+    unit_floor: float | None = None
 
 
 Writer = Callable[[GenerationRequest], Generator[Any, None, GenerationResult]]
@@ -129,6 +132,7 @@ def generate(
     said: frozenset[str] = frozenset(),
     unknown_names: tuple[str, ...] = (),
     absent_words: AbsentWords | None = None,
+    unit_floor: float | None = None,
 ) -> Generator[Any, None, GenerationResult]:
     """Yield answer pieces (or RESET) while generating; return the GenerationResult."""
     if not context.passages:
@@ -146,6 +150,7 @@ def generate(
         said,
         unknown_names,
         absent_words,
+        unit_floor=unit_floor,
     )
     return (yield from GENERATORS.get(options.generator).write(request))
 
@@ -264,6 +269,7 @@ def _extractive(
         model=request.model,
         max_sentences=request.options.max_sentences,
         floor=request.floor,
+        unit_floor=request.unit_floor,
         sentence_floor=request.options.min_sentence_similarity,
         said=request.said,
     )

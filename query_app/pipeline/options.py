@@ -20,6 +20,9 @@ from query_app.exceptions import InvalidOption, UnknownOption
 # embedder (all-MiniLM-L6-v2); see docs/answering.md, "Relevance floor".
 DEFAULT_MIN_VECTOR_SIMILARITY = 0.30
 DEFAULT_MIN_KEYWORD_COVERAGE = 0.30
+# A passage below the vector floor still counts when one of its sentences is this
+# near the question on its own (a notes page mixing topics; see docs/answering.md).
+DEFAULT_MIN_UNIT_SIMILARITY = 0.40
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,16 @@ class FloorOptions:
 
     min_vector_similarity: float | None = DEFAULT_MIN_VECTOR_SIMILARITY
     min_keyword_coverage: float | None = DEFAULT_MIN_KEYWORD_COVERAGE
+    # None: the passage's cosine alone decides.
+    min_unit_similarity: float | None = DEFAULT_MIN_UNIT_SIMILARITY
+
+    @property
+    def unit_floor(self) -> float | None:
+        """What one unit must reach to let its passage in: ``min_unit_similarity``, and
+        never less than a whole passage must (a stricter vector floor raises it too)."""
+        if self.min_unit_similarity is None:
+            return None
+        return max(self.min_unit_similarity, self.min_vector_similarity or -1.0)
 
 
 @dataclass(frozen=True)

@@ -255,6 +255,7 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("rerank.batch_size", o.rerank.batch_size, 1, 1024)
     _check_range("rerank.max_length", o.rerank.max_length, 16, 8192)
     _check_range("floor.min_vector_similarity", o.floor.min_vector_similarity, -1.0, 1.0)
+    _check_range("floor.min_unit_similarity", o.floor.min_unit_similarity, -1.0, 1.0)
     _check_range("floor.min_keyword_coverage", o.floor.min_keyword_coverage, 0.0, 1.0)
     _check_range("context.max_tokens", o.context.max_tokens, 50, 1_000_000)
     _check_range("context.chars_per_token", o.context.chars_per_token, 0.5, 20.0)

@@ -256,3 +256,52 @@ def test_the_passage_preview_and_the_source_page_highlight_the_cited_sentence(
     # Only the sentence is marked, not the whole passage.
     assert ">Weight: 182 g including the battery</mark>" in page
     assert "the cited sentence (characters" in page
+
+
+NOTES = (
+    "# Platform team notes, week 27\n\n"
+    "- Deploy freeze from 15 to 19 July for the move to the new data centre.\n"
+    "- On call this week: Jonas Peeters (primary) and Aisha Bakker (secondary).\n"
+    "- The staging cluster moves to Kubernetes 1.30 on 22 July.\n"
+    "- Retrospective of the June release on Thursday at 14:00 in the meeting room Saturn.\n"
+    "- The coffee machine on the second floor is repaired; the old one goes to recycling.\n"
+)
+
+
+@pytest.fixture
+def notes(db, reader):  # type: ignore[no-untyped-def]
+    return indexed_collection(
+        [
+            Doc(location="/team/notes.md", title="Platform team notes", chunks=[NOTES]),
+            Doc(location="/docs/harbour.md", title="Harbour rules", chunks=[HARBOUR]),
+        ],
+        slug="notes",
+        members={reader: "read"},
+    )
+
+
+def test_one_sentence_near_the_question_lets_a_page_of_mixed_notes_answer(notes, reader):
+    question = "Who is the primary on call this week?"
+
+    def ask(**overrides: object):  # type: ignore[no-untyped-def]
+        request = QueryRequest(collection="notes", question=question, overrides=overrides or None)
+        return query_answer(user=reader, request=request)
+
+    run = ask()
+    floor = next(s for s in run.trace if s["stage"] == "rerank")["details"]["floor"]
+    # The page as a whole is below the passage floor; its on-call line is not.
+    assert floor["best_vector_similarity"] < floor["min_vector_similarity"]
+    assert floor["judged_by"] == "one sentence's similarity"
+    assert floor["best_unit_similarity"] >= floor["min_unit_similarity"]
+    assert "Jonas Peeters" in floor["sentence"]
+    assert run.mode == "extractive"
+    assert run.answer.startswith("On call this week: Jonas Peeters (primary)")
+    # Only that line: the page's other notes are no nearer the question than the page.
+    assert "coffee" not in run.answer and "Kubernetes" not in run.answer
+    # Without the sentence floor the passage's cosine alone decides, and declines.
+    strict = ask(**{"floor.min_unit_similarity": None})
+    assert strict.mode == "not-found"
+    assert (
+        next(s for s in strict.trace if s["stage"] == "rerank")["details"]["floor"]["judged_by"]
+        == "vector similarity"
+    )

@@ -111,6 +111,7 @@ class GenerateStage(Stage):
             else None,
             model=embedder.profile.model if embedder is not None else "",
             floor=state.options.floor.min_vector_similarity,
+            unit_floor=state.options.floor.unit_floor,
             said=_already_said(state),
             unknown_names=_unknown_names(state, context),
             absent_words=_absent_words(state, context),

@@ -91,6 +91,8 @@ class RerankStage(Stage):
             kept = [c for c in kept if c.score >= o.min_score]
             details["min_score"] = {"value": o.min_score, "dropped": before - len(kept)}
         passed, floor = relevance_floor_check(kept, state.options.floor)
+        if not passed and floor["judged_by"] == "vector similarity":
+            passed = sentence_clears(state, kept, floor)
         details["floor"] = floor
         if not passed:
             kept = []
@@ -150,3 +152,47 @@ def relevance_floor_check(
         "judged_by": judge,
         "passed": passed,
     }
+
+
+def sentence_clears(
+    state: PipelineState, candidates: list[Candidate], floor: dict[str, Any]
+) -> bool:
+    """Whether one sentence (list item, row) of the candidates is near enough the question
+    on its own (``floor.min_unit_similarity``, never below the vector floor), though
+    no whole passage is.
+
+    A page of notes on five subjects reads, as a whole, like none of them: "On call
+    this week: Jonas Peeters (primary)" answers "Who is on call?" from a passage
+    whose cosine is 0.29. Each unit is read as the extractive answer reads it,
+    its vector taken from those stored with the chunk. ``floor`` (the trace's
+    details) gains the figures and, when it clears, the sentence.
+    """
+    minimum = state.options.floor.unit_floor
+    if minimum is None or not candidates:
+        return False
+    from collections_app.embedding.unit_vectors import ChunkUnits, unit_texts
+    from query_app.pipeline.embed_cache import cached_encoder
+    from query_app.pipeline.retrieval import collection_embedder
+
+    texts = list(
+        dict.fromkeys(
+            text
+            for c in candidates
+            for text in unit_texts(
+                ChunkUnits(text=c.text, title=c.source_title, location=c.source_location)
+            )
+        )
+    )
+    if not texts:
+        return False
+    embedder = collection_embedder(state.query.collection)
+    encode = cached_encoder(embedder, chunk_ids=[c.chunk_id for c in candidates])
+    vectors = encode([state.search_question, *texts])
+    similarities = vectors[1:] @ vectors[0]
+    best = int(similarities.argmax())
+    floor["min_unit_similarity"] = minimum
+    floor["best_unit_similarity"] = round(float(similarities[best]), 4)
+    if similarities[best] < minimum:
+        return False
+    floor.update(passed=True, judged_by="one sentence's similarity", sentence=texts[best])
+    return True
