@@ -188,7 +188,16 @@ def _scoring_query(
     rank_select = (
         ", ts_rank_cd(c.search_vector, %s::tsquery) AS rcd" if scoring.cover_density else ""
     )
-    must_sql = " AND c.search_vector @@ %s::tsquery" if required else ""
+    # What is required (a code, a quoted phrase) may be named by the chunk's document
+    # title instead of its text: page 2 of "Quillmate Q3 datasheet" is about the Q3
+    # without saying so. The title is read only for chunks whose own text falls short.
+    must_sql = (
+        " AND (c.search_vector @@ %s::tsquery OR (to_tsvector("
+        f"'{TEXT_SEARCH_CONFIG}'::regconfig, (SELECT s.title FROM collections_app_source s"
+        " WHERE s.id = c.source_id)) || c.search_vector) @@ %s::tsquery)"
+        if required
+        else ""
+    )
     # setweight marks the question's lexemes, ts_filter keeps only them: the
     # unnest then walks a handful of entries instead of the whole chunk.
     sql = (
@@ -213,7 +222,7 @@ def _scoring_query(
         params.append(_tsquery_literal(list(idf)))
     params.append(_tsquery_literal(match_terms))
     if required:
-        params.append(required)
+        params += [required, required]
     params.append(pool_size)
     params += scoring.score_params
     params.append(list(idf))

@@ -421,3 +421,39 @@ def test_keyword_only_retrieval_needs_no_embeddings(db, reader):
     )
     assert run.citations[0]["snippet"] == "Backups run nightly at two o'clock."
     assert "embedder" not in _step(run, "retrieve")["details"]
+
+
+def test_a_required_code_may_be_named_by_the_document_title_alone(db):
+    """Page 2 of a datasheet never names its product; its title does."""
+    datasheet = Doc(
+        location="/sheets/q3.pdf",
+        title="Quillmate Q3 datasheet",
+        chunks=[
+            "Quillmate Q3. Weight: 182 g including the battery.",
+            "Environmental. Operating temperature: -10 to 50 C. Sealing: IP65.",
+        ],
+    )
+    other = Doc(
+        location="/sheets/q2.pdf",
+        title="Quillmate Q2 datasheet",
+        chunks=["Environmental. Operating temperature: 0 to 40 C. Sealing: IP54."],
+    )
+    collection = indexed_collection([datasheet, other], embed_chunks=False)
+    options = RetrievalOptions()
+    texts = dict(collection.chunks.values_list("id", "text"))
+    search = keyword_search(
+        collection=collection, text="Q3 operating temperature", k=10, options=options
+    )
+    found = [texts[h.chunk_id] for h in search.hits]
+    assert search.details["required"] == "'q3'"
+    # The Q3's own page 2 is found by its title; the Q2's page, about the same, is not.
+    assert "Environmental. Operating temperature: -10 to 50 C. Sealing: IP65." in found
+    assert not any("IP54" in text for text in found)
+    # Read through its title, the page takes the title's words as its own, a negated
+    # one included; a chunk whose own text holds the code is judged by its text alone.
+    excluded = keyword_search(
+        collection=collection, text="Q3 operating temperature -datasheet", k=10, options=options
+    )
+    assert [texts[h.chunk_id] for h in excluded.hits] == [
+        "Quillmate Q3. Weight: 182 g including the battery."
+    ]
