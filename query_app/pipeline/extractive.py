@@ -198,6 +198,11 @@ def read_as_texts(text: str, *, title: str, location: str) -> list[str]:
     """What an answer embeds for the units of a passage of ``text`` from the document
     ``title`` at ``location``: computed at ingestion and stored with the chunk
     (``collections_app.embedding.unit_vectors``), by the same code an answer runs."""
+    return [read for _, read in units_read(text, title=title, location=location)]
+
+
+def units_read(text: str, *, title: str, location: str) -> list[tuple[str, str]]:
+    """Each quotable unit of a passage: its own text, and the text embedded for it."""
     candidate = Candidate(
         chunk_id="",
         source_id=0,
@@ -209,7 +214,7 @@ def read_as_texts(text: str, *, title: str, location: str) -> list[str]:
     )
     passage = Passage(marker=1, candidate=candidate, text=text, block="", tokens=0)
     found, _, _ = _candidates(AssembledContext(passages=[passage]), None)
-    return [read_as(quote) for quote, _ in found]
+    return [(quote.unit.text, read_as(quote)) for quote, _ in found]
 
 
 UNIT_READERS.add("extractive", read_as_texts)

@@ -170,19 +170,17 @@ def sentence_clears(
     minimum = state.options.floor.unit_floor
     if minimum is None or not candidates:
         return False
-    from collections_app.embedding.unit_vectors import ChunkUnits, unit_texts
     from query_app.pipeline.embed_cache import cached_encoder
+    from query_app.pipeline.extractive import units_read
     from query_app.pipeline.retrieval import collection_embedder
 
-    texts = list(
-        dict.fromkeys(
-            text
-            for c in candidates
-            for text in unit_texts(
-                ChunkUnits(text=c.text, title=c.source_title, location=c.source_location)
-            )
-        )
+    # Each unit's own text (for the trace) by the text embedded for it.
+    units = dict(
+        (read, own)
+        for c in candidates
+        for own, read in units_read(c.text, title=c.source_title, location=c.source_location)
     )
+    texts = list(units)
     if not texts:
         return False
     embedder = collection_embedder(state.query.collection)
@@ -194,5 +192,5 @@ def sentence_clears(
     floor["best_unit_similarity"] = round(float(similarities[best]), 4)
     if similarities[best] < minimum:
         return False
-    floor.update(passed=True, judged_by="one sentence's similarity", sentence=texts[best])
+    floor.update(passed=True, judged_by="one sentence's similarity", sentence=units[texts[best]])
     return True
