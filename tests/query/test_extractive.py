@@ -15,6 +15,7 @@ from query_app.pipeline.types import Candidate
 from query_app.pipeline.units import CODE, ITEM, ROW, SENTENCE, text_units
 from query_app.services import QueryRequest, query_answer
 from query_app.views import source_url
+from tests.support.asking import ask, stage_details
 from tests.support.chat_server import completion
 from tests.support.factories import Doc, indexed_collection
 
@@ -282,13 +283,8 @@ def notes(db, reader):  # type: ignore[no-untyped-def]
 
 def test_one_sentence_near_the_question_lets_a_page_of_mixed_notes_answer(notes, reader):
     question = "Who is the primary on call this week?"
-
-    def ask(**overrides: object):  # type: ignore[no-untyped-def]
-        request = QueryRequest(collection="notes", question=question, overrides=overrides or None)
-        return query_answer(user=reader, request=request)
-
-    run = ask()
-    floor = next(s for s in run.trace if s["stage"] == "rerank")["details"]["floor"]
+    run = ask(reader, "notes", question)
+    floor = stage_details(run, "rerank")["floor"]
     # The page as a whole is below the passage floor; its on-call line is not.
     assert floor["best_vector_similarity"] < floor["min_vector_similarity"]
     assert floor["judged_by"] == "one sentence's similarity"
@@ -299,9 +295,6 @@ def test_one_sentence_near_the_question_lets_a_page_of_mixed_notes_answer(notes,
     # Only that line: the page's other notes are no nearer the question than the page.
     assert "coffee" not in run.answer and "Kubernetes" not in run.answer
     # Without the sentence floor the passage's cosine alone decides, and declines.
-    strict = ask(**{"floor.min_unit_similarity": None})
+    strict = ask(reader, "notes", question, **{"floor.min_unit_similarity": None})
     assert strict.mode == "not-found"
-    assert (
-        next(s for s in strict.trace if s["stage"] == "rerank")["details"]["floor"]["judged_by"]
-        == "vector similarity"
-    )
+    assert stage_details(strict, "rerank")["floor"]["judged_by"] == "vector similarity"
