@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -256,7 +256,7 @@ def extract(
     found, skipped, below = _candidates(context, floor, unit_floor=unit_floor)
     # A passage below the floor lends a unit only when that unit alone is near the
     # question (``floor.min_unit_similarity``): a notes page mixing five subjects.
-    held = {p.marker: unit_floor for p in context.passages if not _passage_clears(p, floor)}
+    held = frozenset(p.marker for p in context.passages if not _passage_clears(p, floor))
     details: dict[str, Any] = {
         "candidates": len(found),
         "skipped_instruction_like": skipped,
@@ -294,7 +294,8 @@ def extract(
             own[i],
             floor=held_to,
             exact=exact,
-            held=held if encode is not None else {},
+            held=held if encode is not None else frozenset(),
+            unit_floor=unit_floor or 0.0,
         )
         for i, probe in enumerate(probes)
     ]
@@ -310,9 +311,7 @@ def extract(
     if not scored:
         details["best_sentence_similarity"] = round(float(sims.max()), 4)
         return Extract(details=details)
-    chosen = _choose(
-        scored, max_sentences, parts=[r for r in rankings[1:] if r], held=frozenset(held)
-    )
+    chosen = _choose(scored, max_sentences, parts=[r for r in rankings[1:] if r], held=held)
     chosen.sort(key=lambda q: (q.marker, q.position))
     details["sentences"] = len(chosen)
     details["scores"] = [round(q.score, 4) for q in chosen]
@@ -333,7 +332,8 @@ def _scored(
     *,
     floor: float | None,
     exact: set[int],
-    held: Mapping[int, float | None],
+    held: frozenset[int],
+    unit_floor: float,
 ) -> list[tuple[Quote, TextUnit | None]]:
     """The units that clear the sentence floor for ``probe``, best first."""
     asked = set(content_terms(probe))  # what a unit restating the probe would repeat
@@ -349,7 +349,7 @@ def _scored(
     ):
         if floor is not None and quote.marker not in exact and sim < floor:
             continue
-        if quote.marker in held and quote.marker not in exact and sim < (held[quote.marker] or 0):
+        if quote.marker in held and quote.marker not in exact and sim < unit_floor:
             continue  # from a passage below the floor: only a unit near the question alone
         if quantity and not states_quantity(quote.unit.text):
             continue  # "How much does it cost?" is not answered without a figure
