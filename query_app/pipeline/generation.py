@@ -22,7 +22,7 @@ from typing import Any
 from query_app.chat import ChatClient, ChatError
 from query_app.exceptions import ChatNotConfigured, GenerationFailed, UnknownGenerator
 from query_app.pipeline.assembly import AssembledContext
-from query_app.pipeline.extractive import Encode, align_spans, extract, read_as
+from query_app.pipeline.extractive import Encode, align_spans, extract
 from query_app.pipeline.lexical import (
     MARKER_RE,
     markers_in,
@@ -30,6 +30,7 @@ from query_app.pipeline.lexical import (
 from query_app.pipeline.names import unknown_names_answer
 from query_app.pipeline.options import GenerationOptions
 from query_app.pipeline.prompts import answer_messages
+from query_app.pipeline.quotable import read_as
 from query_app.pipeline.types import AnswerMode
 from query_app.pipeline.unaddressed import (
     AbsentWords,

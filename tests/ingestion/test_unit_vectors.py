@@ -15,7 +15,7 @@ from collections_app.embedding import get_embedder
 from collections_app.embedding.unit_vectors import unit_key, unit_vectors_unpack
 from collections_app.models import Chunk
 from collections_app.services import collection_ingest
-from query_app.pipeline.extractive import read_as_texts
+from query_app.pipeline.quotable import read_as_texts
 from tests.support.documents import INSTALL, REFUNDS
 
 pytestmark = pytest.mark.django_db

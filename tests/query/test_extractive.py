@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from query_app.pipeline.assembly import AssembledContext, Passage
-from query_app.pipeline.extractive import _candidates
+from query_app.pipeline.quotable import quotable_units
 from query_app.pipeline.types import Candidate
 from query_app.pipeline.units import CODE, ITEM, ROW, SENTENCE, text_units
 from query_app.services import QueryRequest, query_answer
@@ -140,7 +140,7 @@ def test_a_unit_is_read_under_its_markdown_heading_not_a_table_header_or_content
         char_end=len(text),
     )
     passage = Passage(marker=1, candidate=candidate, text=text, block="", tokens=0)
-    found, _, _ = _candidates(AssembledContext(passages=[passage]), None)
+    found, _, _ = quotable_units(AssembledContext(passages=[passage]), None)
     sections = {quote.unit.text: quote.section for quote, _ in found}
     assert sections == {
         "`keep_daily` | 14": "Settings reference > [retention]",

@@ -15,7 +15,7 @@ from collections_app.embedding.unit_vectors import unit_key, unit_vectors_pack, 
 from collections_app.ingestion.types import EmbeddingProfile
 from collections_app.models import Chunk
 from collections_app.services import collection_ingest
-from query_app.pipeline import extractive
+from query_app.pipeline import extractive, quotable
 from query_app.pipeline.embed_cache import question_cache_clear
 from query_app.services import QueryRequest, query_answer
 from tests.support.documents import INSTALL, REFUNDS
@@ -101,7 +101,7 @@ def _all_units(collection) -> set[str]:  # type: ignore[no-untyped-def]
     return {
         text
         for chunk in Chunk.objects.filter(collection=collection).select_related("source")
-        for text in extractive.read_as_texts(
+        for text in quotable.read_as_texts(
             chunk.text, title=chunk.source.title, location=chunk.source.location
         )
     }
@@ -131,7 +131,7 @@ def test_the_first_answer_stores_the_units_it_reads_and_the_next_embeds_only_its
     assert cited and cited <= set(stored.values_list("pk", flat=True))
     embedder = get_embedder()
     for chunk in stored.select_related("source"):
-        texts = extractive.read_as_texts(
+        texts = quotable.read_as_texts(
             chunk.text, title=chunk.source.title, location=chunk.source.location
         )
         keys, vectors = unit_vectors_unpack(chunk.unit_vectors)
@@ -172,7 +172,7 @@ def test_vectors_stored_under_another_model_are_never_used(docs, user, model_tex
         provider="sentence-transformers", model="another-model", dimensions=384
     )
     for chunk in Chunk.objects.filter(collection=docs).select_related("source"):
-        texts = extractive.read_as_texts(
+        texts = quotable.read_as_texts(
             chunk.text, title=chunk.source.title, location=chunk.source.location
         )
         _, vectors = unit_vectors_unpack(chunk.unit_vectors)
@@ -194,7 +194,7 @@ def test_a_stored_vector_is_what_the_answer_scores(docs, user, model_texts, monk
     assert ANSWER in _ask(user).answer
     for chunk in Chunk.objects.filter(collection=docs, text__contains=ANSWER):
         profile = get_embedder().profile
-        texts = extractive.read_as_texts(
+        texts = quotable.read_as_texts(
             chunk.text, title=chunk.source.title, location=chunk.source.location
         )
         _, vectors = unit_vectors_unpack(chunk.unit_vectors)

@@ -171,7 +171,7 @@ def sentence_clears(
     if minimum is None or not candidates:
         return False
     from query_app.pipeline.embed_cache import cached_encoder
-    from query_app.pipeline.extractive import units_read
+    from query_app.pipeline.quotable import units_read
     from query_app.pipeline.retrieval import collection_embedder
 
     # Each unit's own text (for the trace) by the text embedded for it.
