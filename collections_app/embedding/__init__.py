@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -29,6 +29,7 @@ __all__ = [
     "Embedder",
     "OnnxInt8Embedder",
     "SentenceTransformerEmbedder",
+    "SteppedEmbedder",
     "UnknownEmbeddingProvider",
     "embedding_config",
     "get_embedder",
@@ -46,6 +47,14 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class SteppedEmbedder(Protocol):
+    """An embedder that batches by token length and can say where its batches fall
+    (``SentenceTransformerEmbedder.steps``), so long work is cut at them."""
+
+    def steps(self, texts: Sequence[str], size: int) -> list[np.ndarray]: ...
 
 
 EMBEDDING_PROVIDERS: dict[str, Callable[..., Embedder]] = {

@@ -253,15 +253,44 @@ def test_ingestion_steps_are_equal_so_none_runs_as_a_small_batch():
 
     texts = [("word " * (1 + i % 37)).strip() for i in range(300)]
     done: list[int] = []
-    vectors = encode_in_steps(
-        Run(), texts, size=128, longest_first=True, stage="embed", after=done.append
-    )
+    vectors = encode_in_steps(Run(), texts, size=128, stage="embed", after=done.append)
     assert sizes == [100, 100, 100] and min(sizes) > SMALL_BATCH
     assert done == [100, 200, 300]
     # The vectors come back in the order of the texts.
     assert [int(v[0]) for v in vectors] == [len(t) for t in texts]
     sizes.clear()
-    encode_in_steps(
-        Run(), texts[:128], size=128, longest_first=False, stage=None, after=done.append
-    )
+    encode_in_steps(Run(), texts[:128], size=128, stage=None, after=done.append)
     assert sizes == [128]
+
+
+def test_ingestion_steps_fall_on_the_models_batches_so_they_pad_as_one_call():
+    """The model's steps cut at its own batch boundaries: each step encoded alone is
+    batched as one call with every text would be (no extra padding), no step is a
+    small batch, and the vectors are the same."""
+    from collections_app.embedding import SMALL_BATCH
+
+    embedder = get_embedder()
+    rng = np.random.default_rng(5)
+    texts = [
+        " ".join(SENTENCES[(i + j) % len(SENTENCES)] for j in range(int(rng.integers(1, 12))))
+        for i in range(700)
+    ]
+
+    def padded(group: list[str]) -> tuple[int, int]:
+        batches = list(embedder._token_batches(group))
+        return sum(b.input_ids.size for b in batches), len(batches)
+
+    steps = embedder.steps(texts, 128)
+
+    assert sorted(int(i) for step in steps for i in step) == list(range(len(texts)))
+    assert len(steps) > 2 and min(len(step) for step in steps) > SMALL_BATCH
+    per_step = [padded([texts[i] for i in step]) for step in steps]
+    assert (sum(t for t, _ in per_step), sum(n for _, n in per_step)) == padded(texts)
+    # Cut blindly into equal steps by characters, the same texts pad more.
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    blind = [padded([texts[i] for i in order[s : s + 100]]) for s in range(0, len(texts), 100)]
+    assert sum(t for t, _ in blind) > padded(texts)[0]
+    stepped = np.empty((len(texts), embedder.profile.dimensions), dtype=np.float32)
+    for step in steps:
+        stepped[step] = embedder.encode([texts[i] for i in step])
+    assert float(np.min(np.sum(stepped * embedder.encode(texts), axis=1))) > 0.9999

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from collections_app.ingestion.pipeline.run import IngestionRun
 from collections_app.models import IngestionJob, ManifestEntry, Provenance, Source
 from collections_app.services import (
     collection_ingest,
@@ -52,12 +53,14 @@ def long_document(name: str, paragraphs: int) -> str:
 
 @pytest.fixture
 def documents(tmp_path) -> dict[str, Path]:
-    """Two large files (one embedding batch between them) and two small ones."""
+    """Two large files (together one flush: embedded and stored before the run reads
+    on) and two small ones."""
     folder = tmp_path / "docs"
     folder.mkdir()
+    paragraphs = IngestionRun.flush_chunks // 2 + 12
     files = {
-        "alpha": long_document("alpha", 140),
-        "beta": long_document("beta", 140),
+        "alpha": long_document("alpha", paragraphs),
+        "beta": long_document("beta", paragraphs),
         "gamma": "# Gamma\n\nGamma is the third step.\n",
         "delta": "# Delta\n\nDelta is the last step.\n",
     }

@@ -11,6 +11,9 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from collections_app.embedding import SteppedEmbedder
 from collections_app.embedding.unit_vectors import (
     ChunkUnits,
     unit_vectors_compute,
@@ -29,13 +32,8 @@ EMBED_PROGRESS_CHUNKS = 128
 
 
 def passages_embed(run: IngestionRun, texts: list[str], pending: list[PendingSource]) -> Any:
-    """Embed ``texts`` in steps, reporting progress (and heeding a stop) between them.
-
-    The steps take the passages longest first (characters stand in for
-    tokens), so each step holds passages of like length and the embedder,
-    which sorts by tokens within a call, pads little; vectors come back in
-    the order of ``texts``.
-    """
+    """Embed ``texts`` in steps, reporting progress (and heeding a stop) between them;
+    vectors come back in the order of ``texts``."""
     if len(texts) <= EMBED_PROGRESS_CHUNKS:
         with run.stage("embed"):
             return run.embedder.encode(texts)
@@ -47,9 +45,21 @@ def passages_embed(run: IngestionRun, texts: list[str], pending: list[PendingSou
         run.embedded_in_flush = done
         run.notify(f"embedding {names}: {done} of {len(texts)} passages")
 
-    return encode_in_steps(
-        run, texts, size=EMBED_PROGRESS_CHUNKS, longest_first=True, stage="embed", after=embedded
-    )
+    return encode_in_steps(run, texts, size=EMBED_PROGRESS_CHUNKS, stage="embed", after=embedded)
+
+
+def _steps(run: IngestionRun, texts: Sequence[str], size: int) -> list[np.ndarray]:
+    """Positions in ``texts`` in groups of about ``size``: at the embedder's own batch
+    boundaries when it can say where they fall, else in equal steps, longest first
+    (characters standing in for tokens)."""
+    if isinstance(run.embedder, SteppedEmbedder):
+        return run.embedder.steps(texts, size)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    # Steps of equal size, at most ``size``: a short last step (300 passages in steps
+    # of 128 would end with 44) would be taken for a question's small batch by the
+    # embedder and run on one thread (SMALL_BATCH).
+    size = -(-len(texts) // -(-len(texts) // size)) if texts else size
+    return [np.asarray(order[start : start + size]) for start in range(0, len(texts), size)]
 
 
 def encode_in_steps(
@@ -57,31 +67,26 @@ def encode_in_steps(
     texts: Sequence[str],
     *,
     size: int,
-    longest_first: bool,
     stage: str | None,
     after: Callable[[int], None],
 ) -> Any:
-    """``texts`` embedded by the run's model in steps of ``size`` texts of like length
-    (characters standing in for tokens), a stop heeded before each step and
-    ``after`` told how many are done after it (each encode timed as ``stage``,
-    when named); the vectors in the order of ``texts``."""
-    import numpy as np
-
-    sign = -1 if longest_first else 1
-    order = sorted(range(len(texts)), key=lambda i: sign * len(texts[i]))
-    # Steps of equal size, at most ``size``: a short last step (300 passages in steps
-    # of 128 would end with 44) would be taken for a question's small batch by the
-    # embedder and run on one thread (SMALL_BATCH).
-    size = -(-len(texts) // -(-len(texts) // size)) if texts else size
+    """``texts`` embedded by the run's model in steps of about ``size`` texts (see
+    ``_steps``), a stop heeded before each step and ``after`` told how many are done
+    after it (each encode timed as ``stage``, when named); the vectors in the order
+    of ``texts``."""
+    steps = _steps(run, texts, size)
     parts = []
-    for start in range(0, len(texts), size):
+    done = 0
+    for step in steps:
         run.check_stop()
-        step = order[start : start + size]
         with run.stage(stage) if stage else nullcontext():
             parts.append(run.embedder.encode([texts[i] for i in step]))
-        after(start + len(step))
+        done += len(step)
+        after(done)
     vectors = np.empty_like(parts[0], shape=(len(texts), parts[0].shape[1]))
-    vectors[order] = np.concatenate(parts)
+    vectors[np.concatenate([np.asarray(step, dtype=np.int64) for step in steps])] = np.concatenate(
+        parts
+    )
     return vectors
 
 
@@ -120,8 +125,9 @@ def units_after(run: IngestionRun) -> None:
     The passages are searchable from the moment they are stored; this is the
     run's last step, reported as the stage ``units`` and in progress messages.
     The units of up to ``UNITS_GROUP_CHUNKS`` passages are embedded together,
-    shortest first in steps of ``UNITS_STEP_TEXTS`` (a step holds units of like
-    length, so batches pad little), with a stop heeded between steps. A passage
+    in steps of about ``UNITS_STEP_TEXTS`` cut at the model's own batch
+    boundaries (so batches pad as little as in one call), with a stop heeded
+    between steps. A passage
     an answer has read in the meantime has its units already (the answer stored
     them) and is skipped; a run stopped here leaves the rest to the answers
     that read them. So does a failure here, which the sources, all ingested by
@@ -166,8 +172,8 @@ UNITS_STEP_TEXTS = 1024
 
 class _SteppedEncoder:
     """The run's embedder for one group of ``units_after`` (passages ``first`` to
-    ``last`` of ``total``): shortest first in steps, heeding a stop and reporting
-    progress between them; vectors back in the order asked."""
+    ``last`` of ``total``): in steps (``encode_in_steps``), heeding a stop and
+    reporting progress between them; vectors back in the order asked."""
 
     def __init__(self, run: IngestionRun, *, first: int, last: int, total: int) -> None:
         self.run = run
@@ -183,6 +189,4 @@ class _SteppedEncoder:
             )
 
         # The units stage is timed around the whole group (units_after).
-        return encode_in_steps(
-            self.run, texts, size=UNITS_STEP_TEXTS, longest_first=False, stage=None, after=embedded
-        )
+        return encode_in_steps(self.run, texts, size=UNITS_STEP_TEXTS, stage=None, after=embedded)

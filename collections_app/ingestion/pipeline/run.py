@@ -61,7 +61,10 @@ class IngestionRun:
     progress: ProgressCallback | None = None
     # Documents whose validation a reviewer already settled (quarantine approval).
     skip_validation: bool = False
-    flush_chunks: int = 256
+    # Passages gathered before they are embedded and stored together. A flush is
+    # sorted by length and batched as a whole: on 1,521 PostgreSQL-manual passages,
+    # flushes of 256 padded to 7 % more tokens than one batch plan for all, 512 to 4 %.
+    flush_chunks: int = 512
     # Per-user budgets (None: no limit), consulted before a source costs anything.
     quota: QuotaCheck | None = None
     # Which server paths may be read (None: any, for the local operator's CLI).
