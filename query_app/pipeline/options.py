@@ -63,10 +63,11 @@ class RetrievalOptions:
     decisive_keyword_ratio: float = 2.0
     decisive_keyword_coverage: float = 0.6
     decisive_keyword_rank: int = 2
-    # At most this many chunks of one document among a probe's candidates
-    # (0 = no limit). The legs then read ``per_document_pool`` times deeper so
-    # that one long document's many chunks cannot crowd the others out: with 2,
-    # any top-n of 20 or more holds the 10 best documents.
+    # At most this many chunks of one document ahead of a further chunk of any
+    # document, which follow, demoted (0 = no limit). The legs then read
+    # ``per_document_pool`` times deeper so that one long document's many chunks
+    # cannot crowd the others out: with 2, any top-n of 20 or more holds the 10
+    # best documents.
     per_document: int = 2
     per_document_pool: int = 4
     # A retrieved summary-tree node is replaced by up to this many of its member

@@ -222,18 +222,24 @@ def retrieve_probe(
 
 
 def _per_document(order: list[str], rows: Mapping[str, Chunk], *, limit: int) -> list[str]:
-    """``order`` keeping at most ``limit`` chunks of each source (the best ones)."""
+    """``order`` with at most ``limit`` chunks of each source (the best ones) ahead of
+    any further chunk of a source, which follow in their order.
+
+    Demoted, not dropped: a question about one long document among few others
+    (a handbook of 240 passages beside a dozen short pages) still gets a full
+    set of candidates, the handbook's next best after every other document's.
+    """
     taken: dict[int, int] = {}
     kept: list[str] = []
+    later: list[str] = []
     for cid in order:
         row = rows.get(cid)
         if row is None:
             continue
         count = taken.get(row.source_id, 0)
-        if count < limit:
-            taken[row.source_id] = count + 1
-            kept.append(cid)
-    return kept
+        taken[row.source_id] = count + 1
+        (kept if count < limit else later).append(cid)
+    return kept + later
 
 
 def leg_depth(options: QueryOptions) -> int:

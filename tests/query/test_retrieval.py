@@ -283,7 +283,9 @@ def test_ef_search_follows_candidate_k(kb, reader):
     assert _step(run, "retrieve")["details"]["per_probe"][0]["vector"]["ef_search"] == 60
 
 
-def test_per_document_keeps_one_long_document_from_crowding_the_candidates(db, reader):
+def test_per_document_keeps_one_long_document_from_crowding_the_candidates_without_dropping_it(
+    db, reader
+):
     manual = [f"Backup retention, part {n}: backup copies and backup schedules." for n in range(8)]
     indexed_collection(
         [
@@ -311,7 +313,9 @@ def test_per_document_keeps_one_long_document_from_crowding_the_candidates(db, r
     crowded = sources(0)
     collapsed = sources(1)
     assert crowded == ["/manual.md"] * 3
-    assert sorted(collapsed) == ["/faq.md", "/manual.md"]
+    # The FAQ gets a place; the manual's further passages are demoted, not dropped, so
+    # a collection of few documents still gives as many candidates as asked for.
+    assert sorted(collapsed) == ["/faq.md", "/manual.md", "/manual.md"]
 
 
 def test_a_collection_indexed_with_another_model_asks_for_a_reindex(kb, reader):
