@@ -298,3 +298,24 @@ def test_one_sentence_near_the_question_lets_a_page_of_mixed_notes_answer(notes,
     strict = ask(reader, "notes", question, **{"floor.min_unit_similarity": None})
     assert strict.mode == "not-found"
     assert stage_details(strict, "rerank")["floor"]["judged_by"] == "vector similarity"
+
+
+RULES = "## Rules 14 to 19\n\n" + "\n\n".join(
+    f"Rule {n} says that crew {n % 7} checks the pump number {n} every {n % 5 + 1} days, "
+    "and logs the pressure in the book."
+    for n in range(14, 20)
+)
+
+
+def test_a_sentence_holding_every_word_of_the_question_answers_below_the_sentence_floor(db, reader):
+    indexed_collection(
+        [Doc(location="/field/rules.md", title="Field handbook", chunks=[RULES])],
+        slug="rules",
+        members={reader: "read"},
+    )
+    run = ask(reader, "rules", "What does Rule 17 say?")
+    # The model reads the six rules alike (cosines ~0.23-0.26, around the sentence
+    # floor of 0.25); only the rule that spells out the question's words answers.
+    assert run.mode == "extractive"
+    assert run.answer.startswith("Rule 17 says that crew 3 checks the pump number 17 every 3 days")
+    assert "Rule 19" not in run.answer and "Rule 16" not in run.answer
