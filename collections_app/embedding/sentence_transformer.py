@@ -220,11 +220,13 @@ class SentenceTransformerEmbedder:
         lengths = [len(e.ids) for e in self._tokens.encode_batch(list(texts))]
         groups: list[np.ndarray] = []
         current: list[np.ndarray] = []
+        rows = 0
         for batch in plan_batches(lengths, max_tokens=self.batch_tokens, max_rows=self.max_rows):
             current.append(batch)
-            if sum(len(b) for b in current) >= size:
+            rows += len(batch)
+            if rows >= size:
                 groups.append(np.concatenate(current))
-                current = []
+                current, rows = [], 0
         if current:
             rest = np.concatenate(current)
             if groups and len(rest) <= SMALL_BATCH:

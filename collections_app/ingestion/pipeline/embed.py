@@ -84,9 +84,7 @@ def encode_in_steps(
         done += len(step)
         after(done)
     vectors = np.empty_like(parts[0], shape=(len(texts), parts[0].shape[1]))
-    vectors[np.concatenate([np.asarray(step, dtype=np.int64) for step in steps])] = np.concatenate(
-        parts
-    )
+    vectors[np.concatenate(steps)] = np.concatenate(parts)
     return vectors
 
 
