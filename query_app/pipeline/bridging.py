@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from query_app.pipeline.lexical import content_terms, content_words, split_sentences
 from query_app.pipeline.types import Candidate
@@ -115,18 +116,29 @@ def _aligned(definition: str, index: int, count: int) -> str:
     return definition[: match.start()] + items[index] + definition[match.end() :]
 
 
-def _definitions(text: str) -> list[tuple[str, str]]:
+# Words without which _SENTENCE_RE and _ALIAS_RE cannot match: a passage lacking
+# them all is not searched with those (costly, backtracking) expressions.
+_SENTENCE_HINTS = ("name", "alias", "abbreviation")
+_ALIAS_HINTS = ("formerly", "previously", "also called", "aka", "also known", "a.k.a", "renamed")
+
+
+@lru_cache(maxsize=4096)
+def _definitions(text: str) -> tuple[tuple[str, str], ...]:
+    """The (term, definition) pairs a passage states (kept per process: passages recur)."""
+    lowered = text.lower()
     found = [
         (m.group("term"), m.group("definition"))
         for m in _GLOSSARY_RE.finditer(text)
         if m.group("bold") or _NAMING_RE.search(m.group("definition"))
     ]
-    found += [(m.group("term"), m.group("definition")) for m in _SENTENCE_RE.finditer(text)]
-    for m in _ALIAS_RE.finditer(text):
-        other = m.group("old") or m.group("aka") or ""
-        # Either name may be the question's: each is the other's definition.
-        found += [(m.group("term"), other), (other, m.group("term"))]
-    return found
+    if any(hint in lowered for hint in _SENTENCE_HINTS):
+        found += [(m.group("term"), m.group("definition")) for m in _SENTENCE_RE.finditer(text)]
+    if any(hint in lowered for hint in _ALIAS_HINTS):
+        for m in _ALIAS_RE.finditer(text):
+            other = m.group("old") or m.group("aka") or ""
+            # Either name may be the question's: each is the other's definition.
+            found += [(m.group("term"), other), (other, m.group("term"))]
+    return tuple(found)
 
 
 _CORE_PREFIX_RE = re.compile(
@@ -223,8 +235,10 @@ def describes_entity(question: str) -> bool:
     return bool(_DESCRIBED_RE.search(question))
 
 
-def _units(text: str) -> list[str]:
-    """Lines (a table row each), and the sentences of prose lines."""
+@lru_cache(maxsize=4096)
+def _units(text: str) -> tuple[str, ...]:
+    """Lines (a table row each), and the sentences of prose lines (kept per process:
+    the sentence segmenter takes milliseconds a passage, and passages recur)."""
     found: list[str] = []
     for line in text.splitlines():
         line = line.strip()
@@ -234,7 +248,7 @@ def _units(text: str) -> list[str]:
             found.append(line)
         else:
             found += [s.text for s in split_sentences(line)]
-    return found
+    return tuple(found)
 
 
 def _names(unit: str, asked: set[str]) -> list[str]:

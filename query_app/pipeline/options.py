@@ -82,6 +82,10 @@ class RetrievalOptions:
     keyword_pool: int = 1000
     # Codes in the question (ERR-4471, v2.3.1, sha256) must appear in keyword hits.
     require_codes: bool = True
+    # Linear profiles: when the kept evidence defines a term of the question or names
+    # the thing it describes, that name is searched next to the question once and the
+    # rankings fused (query_app/pipeline/stages/bridge.py); never for retrieval only.
+    bridge: bool = True
     # HNSW search breadth; None means max(40, 2 * candidate_k), at most
     # MAX_EF_SEARCH (pgvector refuses more).
     ef_search: int | None = None

@@ -359,14 +359,15 @@ def test_streaming_yields_steps_context_tokens_answer_and_run(kb, reader):
         )
     )
     kinds = [e.type for e in events]
-    assert kinds[:5] == ["step"] * 5
-    assert kinds[5] == "context"
+    # transform, retrieve, fuse, rerank and bridge, then assemble's step and its citations.
+    assert kinds[:6] == ["step"] * 6
+    assert kinds[6] == "context"
     assert kinds[-3:] == ["step", "answer", "run"]
     tokens = [e.text for e in events if e.type == "token"]
     run = events[-1].run
     assert "".join(tokens) == run.answer
     assert run.pk is not None
-    assert events[5].as_dict()["citations"][0]["marker"] == 1
+    assert events[6].as_dict()["citations"][0]["marker"] == 1
 
 
 def test_retrieval_results_are_cached_per_index_version(kb, reader):

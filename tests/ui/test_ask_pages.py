@@ -289,7 +289,15 @@ def test_the_stream_reports_stages_then_the_rendered_answer(alice, ingested):
     events = events_of(response)
     names = [name for name, _ in events]
     stages = [data["stage"] for name, data in events if name == "step"]
-    assert stages[:6] == ["transform", "retrieve", "fuse", "rerank", "assemble", "generate"]
+    assert stages[:7] == [
+        "transform",
+        "retrieve",
+        "fuse",
+        "rerank",
+        "bridge",
+        "assemble",
+        "generate",
+    ]
     assert names.index("context") < names.index("done")
     done = events[-1][1]
     run = QueryRun.objects.get()
@@ -310,6 +318,7 @@ def test_the_ask_page_carries_each_profiles_stages_for_its_progress_list(alice, 
         "retrieve",
         "fuse",
         "rerank",
+        "bridge",
         "assemble",
         "generate",
         "groundedness",

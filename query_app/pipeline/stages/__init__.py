@@ -10,6 +10,7 @@ from __future__ import annotations
 from query_app.exceptions import UnknownStage
 from query_app.pipeline.stages.assemble import AssembleStage
 from query_app.pipeline.stages.base import MissingPart, PipelineState, Stage, StageCheck
+from query_app.pipeline.stages.bridge import BridgeStage
 from query_app.pipeline.stages.condense import CondenseStage
 from query_app.pipeline.stages.decompose import DecomposeStage
 from query_app.pipeline.stages.evaluate import EvaluateStage
@@ -33,6 +34,7 @@ for _stage in (
     RetrieveStage,
     FuseStage,
     RerankStage,
+    BridgeStage,
     AssembleStage,
     GenerateStage,
     GroundednessStage,
