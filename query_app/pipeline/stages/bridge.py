@@ -21,7 +21,7 @@ turns it off.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 from query_app.pipeline.bridging import Bridge, bridge_find, entity_bridge
@@ -30,7 +30,7 @@ from query_app.pipeline.stages.base import PipelineState, Stage
 from query_app.pipeline.stages.fuse import FuseStage
 from query_app.pipeline.stages.rerank import RerankStage
 from query_app.pipeline.stages.retrieve import RetrieveStage
-from query_app.pipeline.types import PipelineEvent, TraceStep
+from query_app.pipeline.types import Candidate, PipelineEvent, TraceStep
 
 
 class BridgeDetails(TypedDict, total=False):
@@ -42,10 +42,17 @@ class BridgeDetails(TypedDict, total=False):
     probe: str
     resolved: str
     verdict: str
-    kept_before: list[str]
-    kept: list[str]
+    # The passages before and after the hop (the trace shows them as tables).
+    kept_before: list[dict[str, str]]
+    kept: list[dict[str, str]]
     # The hop's own stages: retrieve, fuse and rerank, each with its time and summary.
     hop: list[dict[str, Any]]
+
+
+def _listing(candidates: Sequence[Candidate]) -> list[dict[str, str]]:
+    return [
+        {"chunk_id": c.chunk_id, "source": c.source_title or c.source_location} for c in candidates
+    ]
 
 
 def _bridge(state: PipelineState) -> Bridge | None:
@@ -91,7 +98,7 @@ class BridgeStage(Stage):
                 "chunk_id": bridge.chunk_id,
                 "probe": bridge.probe,
                 "verdict": verdict,
-                "kept_before": [c.chunk_id for c in kept],
+                "kept_before": _listing(kept),
             }
         )
         if verdict == "incorrect":
@@ -125,7 +132,7 @@ class BridgeStage(Stage):
                 {"hopped": False, "reason": "the bridge probe's search kept no passage", "kept": []}
             )
             return state
-        details.update({"hopped": True, "kept": [c.chunk_id for c in hop.kept]})
+        details.update({"hopped": True, "kept": _listing(hop.kept)})
         if bridge.resolved:
             details["resolved"] = bridge.resolved
         return hop
