@@ -224,6 +224,7 @@ def main() -> None:
     from django.test import Client
 
     from query_app.models import QueryRun
+    from query_app.run_writer import run_writer
     from query_app.views import answer_view
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
@@ -251,6 +252,7 @@ def main() -> None:
         response = client.post("/ask/", {**form, "question": question}, HTTP_HX_REQUEST="true")
         elapsed = (time.perf_counter() - started) * 1000
         assert response.status_code == 200 and b"answer-card" in response.content
+        run_writer().flush(10.0)  # the page's run is written off the request path
         run = QueryRun.objects.filter(collection=collection).latest("pk")
         # Measured on real answers, not on the lighter "not found" card.
         assert run.mode == "extractive" and run.citations, (run.mode, run.answer)

@@ -72,7 +72,9 @@ def ask(request: HttpRequest) -> HttpResponse:
         return render(request, "query/ask.html", {"form": form, "answer": None})
     answer, error = None, ""
     try:
-        run = query_answer(user=request.user, request=_ask_request(request.POST))
+        # Written off the request path like the API's (run_writer.py): the id and the
+        # permalink are known at once, and a read of the run by id waits for it.
+        run = query_answer(user=request.user, request=_ask_request(request.POST), store_later=True)
     except CollectionNotFound:
         raise Http404("No such collection") from None
     except ConversationNotFound:
