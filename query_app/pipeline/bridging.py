@@ -339,3 +339,9 @@ def entity_bridge(question: str, kept: Sequence[Candidate]) -> Bridge | None:
         chunk_id=chunk_id,
         resolved=f"{stripped} ({', '.join(names)}){ending}",
     )
+
+
+def bridge_for(question: str, kept: Sequence[Candidate]) -> Bridge | None:
+    """The bridge hop the evidence offers: a definition of a term of the question
+    first, else the name of a thing the question describes; None when neither."""
+    return bridge_find(question, kept) or entity_bridge(question, kept)

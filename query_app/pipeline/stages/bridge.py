@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, TypedDict, cast
 
-from query_app.pipeline.bridging import Bridge, bridge_find, entity_bridge
+from query_app.pipeline.bridging import bridge_for
 from query_app.pipeline.corrective import grade_offline, score_gate
 from query_app.pipeline.stages.base import PipelineState, Stage
 from query_app.pipeline.stages.fuse import FuseStage
@@ -55,12 +55,6 @@ def _listing(candidates: Sequence[Candidate]) -> list[dict[str, str]]:
     ]
 
 
-def _bridge(state: PipelineState) -> Bridge | None:
-    kept = list(state.kept)
-    question = state.answer_question
-    return bridge_find(question, kept) or entity_bridge(question, kept)
-
-
 class BridgeStage(Stage):
     name = "bridge"
 
@@ -77,7 +71,8 @@ class BridgeStage(Stage):
         self, state: PipelineState, step: TraceStep
     ) -> Generator[PipelineEvent, None, PipelineState]:
         details = cast(BridgeDetails, step.details)
-        bridge = _bridge(state)
+        kept = list(state.kept)
+        bridge = bridge_for(state.answer_question, kept)
         if bridge is None:
             details.update(
                 {
@@ -87,7 +82,6 @@ class BridgeStage(Stage):
             )
             return state
         o = state.options.corrective
-        kept = list(state.kept)
         verdict = score_gate(kept, strong=o.gate_strong, weak=o.gate_weak) or (
             grade_offline(state.answer_question, kept, upper=o.upper, lower=o.lower).verdict
         )

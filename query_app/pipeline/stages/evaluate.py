@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from query_app.pipeline.bridging import bridge_find, entity_bridge
+from query_app.pipeline.bridging import bridge_for
 from query_app.pipeline.corrective import Grade, grade, grade_offline, score_gate
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.stages.base import PipelineState, Stage
@@ -114,7 +114,7 @@ class EvaluateStage(Stage):
         # A question that describes a thing instead of naming it ("the dock that a Q3
         # uses") searches the name the evidence gives it ("QD-2") the same way.
         bridge = (
-            bridge_find(question, kept) or entity_bridge(question, kept)
+            bridge_for(question, kept)
             if not state.notes.get("bridged") and state.iteration < o.max_iterations
             else None
         )
