@@ -9,15 +9,25 @@ scanning the chunk table.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
+import psycopg
 from django.db import connection, transaction
 
 from collections_app.search_index.ddl import vector_distance_sql, vector_index_predicate
 
+EF_SEARCH_SQL = "SELECT set_config('hnsw.ef_search', %s, true)"
+
+
+@lru_cache(maxsize=8)
+def _literal_format(dimensions: int) -> str:
+    return "[" + ",".join(["%.7g"] * dimensions) + "]"
+
 
 def vector_literal(vector: Iterable[float]) -> str:
     """The pgvector text form of ``vector`` (7 significant digits, as float32 holds)."""
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+    values = tuple(float(x) for x in (vector.tolist() if hasattr(vector, "tolist") else vector))
+    return _literal_format(len(values)) % values
 
 
 def vector_search(
@@ -37,9 +47,18 @@ def vector_search(
         f"{vector_index_predicate(collection_id=collection_id, dimensions=dimensions)} "
         f"ORDER BY {distance} LIMIT %s"
     )
+    with connection.cursor() as cur:
+        # ef_search bounds the HNSW candidate list: it must be ≥ k or the index
+        # returns fewer rows than asked for. set_config(..., true) is local to
+        # the transaction; the statements of one simple query are one transaction
+        # (inside an atomic block, the block's own), so the setting and the search
+        # go in one round trip instead of four (BEGIN, set, search, COMMIT).
+        if isinstance(cur.cursor, psycopg.ClientCursor):
+            cur.execute(f"{EF_SEARCH_SQL}; {sql}", [str(ef_search), literal, literal, k])
+            cur.nextset()
+            return [(row[0], float(row[1])) for row in cur.fetchall()]
+    # Server-side binding (a deployment's OPTIONS) takes one statement at a time.
     with transaction.atomic(), connection.cursor() as cur:
-        # ef_search bounds the HNSW candidate list: it must be ≥ k or the
-        # index returns fewer rows than asked for. Local to this transaction.
-        cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
+        cur.execute(EF_SEARCH_SQL, [str(ef_search)])
         cur.execute(sql, [literal, literal, k])
         return [(row[0], float(row[1])) for row in cur.fetchall()]

@@ -22,6 +22,7 @@ acronym ("HELPP"), a stopword, or a first letter (a typo there is rare, and
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -63,13 +64,20 @@ def _tried(word: str) -> bool:
     return plain_word(word, min_length=MIN_LENGTH) and not word.isupper()
 
 
-def spelling_correct(question: str, *, collection_id: int) -> Spelling:
-    """``question`` with its misspelt words corrected (see the module docstring)."""
+def spelling_correct(
+    question: str, *, collection_id: int, index: Hashable | None = None
+) -> Spelling:
+    """``question`` with its misspelt words corrected (see the module docstring).
+
+    ``index``: the collection's ``names.index_key``, to keep which words it holds.
+    """
     spans = [m for m in WORD_RE.finditer(question) if _tried(m.group())]
     if not spans:
         return Spelling(question)
     absent = words_absent(
-        collection_id=collection_id, words=list(dict.fromkeys(m.group() for m in spans))
+        collection_id=collection_id,
+        words=list(dict.fromkeys(m.group() for m in spans)),
+        index=index,
     )
     fixes: dict[str, str] = {}
     with connection.cursor() as cur:

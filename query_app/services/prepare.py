@@ -46,8 +46,16 @@ def question_validate(question: str, *, limits: QueryLimits) -> str:
     return text
 
 
-def _collection_for(user: User, collection: Collection | str) -> tuple[Collection, str]:
-    """The collection, read fresh (its index version included), and the user's role on it."""
+def _collection_for(
+    user: User, collection: Collection | str, *, role: str | None = None
+) -> tuple[Collection, str]:
+    """The collection, read fresh (its index version included), and the user's role on it.
+
+    ``role``: the caller's role on the Collection ``collection``, read with it
+    moments ago in this request (the API's permission check): not read again.
+    """
+    if role is not None and isinstance(collection, Collection):
+        return collection, role
     slug = collection if isinstance(collection, str) else collection.slug
     # Re-checked even for an instance: the permission may have changed.
     found, role = collection_and_role_for_user(user, slug=slug, role="read")
@@ -77,6 +85,10 @@ class QueryRequest:
     # Search the web once the corrective budget is spent without correct evidence
     # (profiles with the web node, on a collection that allows it); off by default.
     web_fallback: bool = False
+    # The caller's role on ``collection`` (a Collection), read with it in this
+    # request, e.g. by the API's permission check: neither is read again. None:
+    # both are read (fresh) when the question is prepared.
+    collection_role: str | None = None
 
     def all_overrides(self) -> dict[str, Any]:
         """``overrides`` with the shorthands (``top_n``, ``web_fallback``) as options."""
@@ -123,7 +135,7 @@ def _query_prepare(
     *, user: User, request: QueryRequest, chat: ChatClient | None
 ) -> tuple[RagQuery, Conversation | None]:
     """``query_prepare``'s query, and the conversation the answer's run joins (if any)."""
-    target, role = _collection_for(user, request.collection)
+    target, role = _collection_for(user, request.collection, role=request.collection_role)
     limits = QueryLimits.from_settings()
     text = question_validate(request.question, limits=limits)
     name, options = options_resolve(

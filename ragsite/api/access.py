@@ -32,6 +32,13 @@ def collection_for(request: Request, slug: str, *, role: str = "read") -> Collec
     Raises CollectionNotFound (→ 404) when the caller cannot even read it, and
     PermissionDenied (→ 403) when it can read it but lacks ``role``.
     """
+    return collection_and_role_for(request, slug, role=role)[0]
+
+
+def collection_and_role_for(
+    request: Request, slug: str, *, role: str = "read"
+) -> tuple[Collection, str]:
+    """``collection_for``'s collection and the caller's role on it, read together."""
     if "\x00" in slug:
         # PostgreSQL text cannot hold NUL: no collection is called that.
         raise CollectionNotFound(f"no collection {slug!r}")
@@ -40,7 +47,7 @@ def collection_for(request: Request, slug: str, *, role: str = "read") -> Collec
         raise PermissionDenied(
             f"this needs the {role} role on collection {slug!r}; you have the {current} role"
         )
-    return collection
+    return collection, current
 
 
 def object_or_404(queryset: QuerySet[M], *, pk: int, what: str, collection: Collection) -> M:

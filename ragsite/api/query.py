@@ -16,7 +16,7 @@ from query_app.pipeline.profiles import PROFILES
 from query_app.presentation import citation_shown
 from query_app.selectors import query_run_get_for_user, query_runs_for_user
 from query_app.services import QueryRequest, query_answer
-from ragsite.api.access import collection_for
+from ragsite.api.access import collection_and_role_for, collection_for
 from ragsite.api.fields import (
     OverridesField,
     QuestionField,
@@ -184,7 +184,7 @@ class _AskView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         # Permission first: a collection the caller cannot read is a 404
         # whatever the body says.
-        collection = collection_for(request, slug)
+        collection, role = collection_and_role_for(request, slug)
         params = QueryRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
@@ -200,6 +200,7 @@ class _AskView(APIView):
                 web_fallback=data["web_fallback"],
                 retrieval_only=self.retrieval_only,
                 conversation=data["conversation"],
+                collection_role=role,
             ),
             # Answered now; its row is written by the process's run writer moments later.
             store_later=True,

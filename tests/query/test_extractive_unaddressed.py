@@ -10,12 +10,14 @@ PostgreSQL + pgvector and the real embedder.
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from query_app.pipeline.names import words_absent
+from query_app.pipeline.names import index_key, words_absent
 from query_app.pipeline.retrieval import collection_embedder
 from query_app.pipeline.unaddressed import unaddressed_words, words_to_try
 from tests.support.asking import ask, stage_details
-from tests.support.factories import Doc, indexed_collection
+from tests.support.factories import Doc, chunks_replace, indexed_collection
 
 OFFICES = (
     "Offices\n"
@@ -105,6 +107,22 @@ def test_words_absent_are_those_no_chunk_of_the_collection_holds(handbook):
     )
 
     assert absent == ["weather", "revenue"]
+
+
+def test_which_words_a_collection_holds_is_kept_until_its_index_changes(handbook):
+    words = ["weather", "holidays", "revenue"]
+    first = words_absent(collection_id=handbook.pk, words=words, index=index_key(handbook))
+    with CaptureQueriesContext(connection) as kept:
+        again = words_absent(collection_id=handbook.pk, words=words, index=index_key(handbook))
+    assert again == first == ["weather", "revenue"]
+    assert kept.captured_queries == []
+
+    # Re-ingestion bumps the index version: the words are asked of the new index.
+    chunks_replace(handbook, ["Revenue grew in the third quarter."])
+    with CaptureQueriesContext(connection) as asked:
+        after = words_absent(collection_id=handbook.pk, words=words, index=index_key(handbook))
+    assert after == ["weather", "holidays"]
+    assert len(asked.captured_queries) == 1
 
 
 def test_a_word_is_unaddressed_only_when_it_carries_the_question(handbook):

@@ -8,6 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from collections_app.models import Collection
 from collections_app.search_index import vector_index_name
+from collections_app.search_index.vector import vector_search
 from query_app.exceptions import EmbeddingProfileMismatch, InvalidOption
 from query_app.pipeline.retrieval import (
     collection_embedder,
@@ -253,12 +254,31 @@ def test_vector_search_uses_the_collection_hnsw_index(large_collection, reader):
         query_retrieve(
             user=reader, request=QueryRequest(collection="large", question="kernel panic firmware")
         )
-    sql = next(q["sql"] for q in captured.captured_queries if "ORDER BY (embedding" in q["sql"])
-    ef = next(q["sql"] for q in captured.captured_queries if "hnsw.ef_search" in q["sql"])
-    assert "'40'" in ef
+    sent = next(q["sql"] for q in captured.captured_queries if "ORDER BY (embedding" in q["sql"])
+    # One round trip: the search with its (transaction-local) ef_search before it.
+    ef, sql = sent.split("; ", 1)
+    assert "hnsw.ef_search" in ef and "'40'" in ef
     plan = _plan(sql)
     assert f"Index Scan using {vector_index_name(large_collection.pk, 384)}" in plan
     assert "Seq Scan" not in plan
+
+
+def test_ef_search_bounds_the_search_it_is_sent_with(large_collection):
+    """HNSW returns at most ef_search rows: each search runs with the value sent with it."""
+    vector = [1.0] + [0.0] * 383
+    found = vector_search(
+        collection_id=large_collection.pk, dimensions=384, vector=vector, k=100, ef_search=100
+    )
+    assert len(found) == 100
+    assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+    bounded = vector_search(
+        collection_id=large_collection.pk, dimensions=384, vector=vector, k=100, ef_search=12
+    )
+    assert 0 < len(bounded) <= 12
+    again = vector_search(
+        collection_id=large_collection.pk, dimensions=384, vector=vector, k=100, ef_search=100
+    )
+    assert again == found
 
 
 def test_keyword_search_uses_the_gin_index(large_collection, reader):

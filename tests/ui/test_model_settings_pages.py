@@ -16,6 +16,7 @@ from query_app.models import ModelSettings, QueryRun
 from tests.support.chat_server import Reply, completion
 from tests.support.clients import token_client
 from tests.support.factories import indexed_collection
+from tests.support.tiny_models import build_tiny_cross_encoder
 
 URL = "/settings/models/"
 SECRET = "sk-page-7d41e09b2c"
@@ -294,3 +295,28 @@ def test_a_fill_in_link_naming_a_remote_server_is_ignored(admin, no_environment)
     page = text_of(admin.get(f"{URL}?use_base_url=http://attacker.example/v1&use_model=x"))
     assert field_value(page, "chat_base_url") in (None, "")
     assert "Filled in from the server found on this machine" not in page
+
+
+def test_the_profile_pickers_follow_a_saved_cross_encoder_without_a_restart(
+    admin, no_environment, tmp_path
+):
+    """The pickers' notes are kept per process, and a save shows at the next page."""
+    indexed_collection(["Refunds are possible within 30 days."], slug="handbook")
+    skipped = "balanced — hybrid search; cross-encoder reranker not configured, skipped"
+    runs = "balanced — hybrid search, cross-encoder reranking"
+    assert skipped in text_of(admin.get("/ask/?collection=handbook"))
+    assert skipped in text_of(admin.get("/ask/?collection=handbook"))  # kept, same answer
+
+    model = build_tiny_cross_encoder(tmp_path / "ce", texts=["refunds"])
+    saved = admin.post(URL, form_data(rerank_model=str(model)), follow=True)
+    assert "Model settings saved" in text_of(saved)
+
+    page = text_of(admin.get("/ask/?collection=handbook"))
+    assert runs in page and skipped not in page
+    answer = admin.post(
+        "/ask/",
+        {"collection": "handbook", "question": "Can I get a refund?", "profile": "balanced"},
+        HTTP_HX_REQUEST="true",
+    )
+    # The answer partial's re-run picker says the same.
+    assert runs in text_of(answer)

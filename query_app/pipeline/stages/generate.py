@@ -10,7 +10,7 @@ from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.embed_cache import cached_encoder
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
 from query_app.pipeline.lexical import answer_sentences
-from query_app.pipeline.names import names_absent, question_names, words_absent
+from query_app.pipeline.names import index_key, names_absent, question_names, words_absent
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.output_filter import output_filter_stage
 from query_app.pipeline.retrieval import collection_embedder
@@ -63,8 +63,10 @@ def _absent_words(state: PipelineState, context: AssembledContext) -> AbsentWord
     when the quoted sentences might not speak of a word of the question)."""
     if not _quotes_only(state, context) or state.query.collection is None:
         return None
-    collection_id = int(state.query.collection.pk)
-    return lambda words: words_absent(collection_id=collection_id, words=words)
+    collection = state.query.collection
+    return lambda words: words_absent(
+        collection_id=int(collection.pk), words=words, index=index_key(collection)
+    )
 
 
 class GenerateStage(Stage):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
+from query_app.pipeline.names import index_key
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.spelling import spelling_correct
 from query_app.pipeline.stages.base import PipelineState, Stage
@@ -39,7 +40,9 @@ class TransformStage(Stage):
         details: TransformDetails = {}
         collection = state.query.collection
         if o.spelling and collection is not None:
-            spelled = spelling_correct(question, collection_id=int(collection.pk))
+            spelled = spelling_correct(
+                question, collection_id=int(collection.pk), index=index_key(collection)
+            )
             if spelled.fixes:
                 question = spelled.question
                 details["spelling"] = spelled.fixes
