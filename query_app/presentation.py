@@ -31,6 +31,19 @@ def citation_shown(citation: Mapping[str, Any]) -> dict[str, Any]:
     return {**citation, "source": location_shown(str(citation.get("source", "")))}
 
 
+def section_shown(citation: Mapping[str, Any]) -> list[str]:
+    """The citation's section path as a page lists it beside the title.
+
+    A document's first heading is most often its title again (the section path
+    "Getting started with ragsite" under the title of that name): shown once.
+    """
+    path = [str(part) for part in citation.get("section_path") or []]
+    title = str(citation.get("title") or "").strip().casefold()
+    if path and title and path[0].strip().casefold() == title:
+        path = path[1:]
+    return path
+
+
 MARKER = re.compile(r"\[(\d{1,3})\]")
 
 

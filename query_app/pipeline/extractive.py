@@ -49,7 +49,7 @@ from query_app.pipeline.question import (
     states_quantity,
 )
 from query_app.pipeline.quotable import Quote, passage_clears, quotable_units, read_as
-from query_app.pipeline.rows import question_words, row_match
+from query_app.pipeline.rows import question_words, row_match, row_shape
 from query_app.pipeline.units import ROW, TextUnit, text_units
 
 Encode = Callable[[Sequence[str]], np.ndarray]
@@ -209,7 +209,13 @@ def extract(
     if not scored:
         details["best_sentence_similarity"] = round(float(sims.max()), 4)
         return Extract(details=details)
-    chosen = _choose(scored, max_sentences, parts=[r for r in rankings[1:] if r], held=held)
+    chosen = _choose(
+        scored,
+        max_sentences,
+        parts=[r for r in rankings[1:] if r],
+        held=held,
+        wanted=frozenset(content_terms(question)),
+    )
     chosen.sort(key=lambda q: (q.marker, q.position))
     details["sentences"] = len(chosen)
     details["scores"] = [round(q.score, 4) for q in chosen]
@@ -284,13 +290,17 @@ def _choose(
     *,
     parts: list[list[tuple[Quote, TextUnit | None]]],
     held: frozenset[int] = frozenset(),
+    wanted: frozenset[str] = frozenset(),
 ) -> list[Quote]:
     """The best quote, one more for each part of a two-part question that another
     answers better, then those nearly as good as the best. Repeats are skipped.
     A passage below the floor (``held``) lends the best quote or a part's, never
-    one that merely joins them."""
+    one that merely joins them. Of the rows of the best one's table, one lacking a
+    word of the question (``wanted``) that the best row holds does not join it."""
     ranked = list(scored)
     best = ranked[0][0]
+    best_holds = wanted & set(content_terms(best.unit.text))
+    best_shape = row_shape(best.unit.text) if best.unit.kind == ROW else ()
     required: list[tuple[Quote, TextUnit | None]] = []
     for index, part in enumerate(parts):
         # The later part of "What is X and how do I fix it?" is most often answered
@@ -349,6 +359,17 @@ def _choose(
             continue  # near the question on its own, but its passage is not
         if best.named and quote.unit.kind == ROW and not quote.named and not is_required:
             continue  # the row the question names answers it; its neighbours do not
+        if (
+            best.unit.kind == ROW
+            and quote.unit.kind == ROW
+            and not is_required
+            and row_shape(quote.unit.text) == best_shape
+            and best_holds - set(content_terms(quote.unit.text))
+        ):
+            # "Which profile reranks with a cross-encoder?": of one table's rows, the
+            # one saying "Reranker: cross-encoder" answers it, not the one saying
+            # "none". A row of another table may still join (the second hop).
+            continue
         if placed(quote) or not take(quote):
             continue
         # "To install silently, run:" is answered by the line it introduces.

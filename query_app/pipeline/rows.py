@@ -53,6 +53,13 @@ def _values(row: str) -> list[str]:
     return [cell.split(": ", 1)[1] if ": " in cell else cell for cell in cells]
 
 
+def row_shape(row: str) -> tuple[str, ...]:
+    """What the rows of one table share: the keys of a "key: value; …" record, else
+    as many empty names as an "a | b | c" row has cells."""
+    cells = re.split(r"\s*[;|]\s*", row.strip().rstrip("."))
+    return tuple(cell.split(": ", 1)[0] if ": " in cell else "" for cell in cells)
+
+
 def _names_something(value: str, words: list[str]) -> bool:
     # A name, a code or a date, not a plain word that any question may use ("all", "each").
     return any(ch.isdigit() for ch in value) or any(ch.isupper() for ch in value) or len(words) > 1

@@ -22,6 +22,7 @@ from query_app.presentation import (
     answer_html,
     citation_shown,
     path_timeline_html,
+    section_shown,
     trace_html,
     trace_rows,
 )
@@ -105,6 +106,7 @@ def answer_view(run: QueryRun) -> AnswerView:
     citations = [
         {
             **citation_shown(c),
+            "section": section_shown(c),
             "passage_url": passage_url(run, c["marker"]),
             "source_url": source_url(run, c),
             "web": is_web_chunk(c.get("chunk_id")),

@@ -22,6 +22,7 @@ from query_app.pipeline.web import is_web_chunk
 from query_app.presentation import (
     citation_shown,
     passage_preview,
+    section_shown,
 )
 from query_app.selectors import (
     ConversationNotFound,
@@ -62,7 +63,7 @@ def passage(request: HttpRequest, run_id: int, marker: int) -> HttpResponse:
     text = None if web else query_run_passage_text(run, chunk_id=str(citation.get("chunk_id", "")))
     context = {
         "run": run,
-        "citation": citation_shown(citation),
+        "citation": {**citation_shown(citation), "section": section_shown(citation)},
         "web": web,
         "source_url": source_url(run, citation) if source_exists else "",
         # The cited sentence(s) highlighted with some context; the snippet otherwise.

@@ -319,3 +319,27 @@ def test_a_sentence_holding_every_word_of_the_question_answers_below_the_sentenc
     assert run.mode == "extractive"
     assert run.answer.startswith("Rule 17 says that crew 3 checks the pump number 17 every 3 days")
     assert "Rule 19" not in run.answer and "Rule 16" not in run.answer
+
+
+PROFILE_ROWS = (
+    "Profile: fast; Retrieval: vector; Candidates: 5; Reranker: none; Groundedness check: off\n\n"
+    "Profile: balanced; Retrieval: hybrid; Candidates: 50; Reranker: cross-encoder; "
+    "Groundedness check: off\n\n"
+    "Profile: quality; Retrieval: hybrid; Candidates: 100; Reranker: cross-encoder; "
+    "Groundedness check: on"
+)
+
+
+def test_a_row_lacking_the_word_the_question_picks_rows_by_never_joins_the_answer(db, reader):
+    indexed_collection(
+        [Doc(location="/docs/profiles.csv", title="profiles", chunks=[PROFILE_ROWS])],
+        slug="profiles",
+        members={reader: "read"},
+    )
+    run = ask(reader, "profiles", "Which profile reranks with a cross-encoder?")
+
+    assert run.mode == "extractive"
+    assert "Profile: balanced" in run.answer
+    # The fast row ("Reranker: none") is as near the question by its words and
+    # model, but does not hold what the question asks for.
+    assert "Profile: fast" not in run.answer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from query_app.presentation import trace_html, trace_rows
+from query_app.presentation import section_shown, trace_html, trace_rows
 
 EVIL = '<script>alert("t")</script>'
 
@@ -43,3 +43,14 @@ def test_every_part_of_the_trace_is_escaped():
 
 def test_an_empty_trace_says_so():
     assert "No trace was recorded." in trace_html([])
+
+
+def test_a_section_path_opening_with_the_documents_title_shows_the_title_once():
+    def shown(title: str, path: list[str]) -> list[str]:
+        return section_shown({"title": title, "section_path": path})
+
+    assert shown("Getting started with ragsite", ["Getting started with ragsite"]) == []
+    assert shown("ragsite FAQ", ["ragsite FAQ ", "Upgrades"]) == ["Upgrades"]
+    assert shown("ragsite FAQ", ["Frequently asked questions"]) == ["Frequently asked questions"]
+    assert shown("", ["Install"]) == ["Install"]
+    assert shown("Guide", []) == []
