@@ -307,11 +307,16 @@ RULES = "## Rules 14 to 19\n\n" + "\n\n".join(
 )
 
 
-def test_a_sentence_holding_every_word_of_the_question_answers_below_the_sentence_floor(db, reader):
+def _one_document(reader, *, slug: str, location: str, title: str, text: str) -> None:
+    """A collection ``slug`` of one single-passage document, readable by ``reader``."""
     indexed_collection(
-        [Doc(location="/field/rules.md", title="Field handbook", chunks=[RULES])],
-        slug="rules",
-        members={reader: "read"},
+        [Doc(location=location, title=title, chunks=[text])], slug=slug, members={reader: "read"}
+    )
+
+
+def test_a_sentence_holding_every_word_of_the_question_answers_below_the_sentence_floor(db, reader):
+    _one_document(
+        reader, slug="rules", location="/field/rules.md", title="Field handbook", text=RULES
     )
     run = ask(reader, "rules", "What does Rule 17 say?")
     # The model reads the six rules alike (cosines ~0.23-0.26, around the sentence
@@ -331,10 +336,8 @@ PROFILE_ROWS = (
 
 
 def test_a_row_lacking_the_word_the_question_picks_rows_by_never_joins_the_answer(db, reader):
-    indexed_collection(
-        [Doc(location="/docs/profiles.csv", title="profiles", chunks=[PROFILE_ROWS])],
-        slug="profiles",
-        members={reader: "read"},
+    _one_document(
+        reader, slug="profiles", location="/docs/profiles.csv", title="profiles", text=PROFILE_ROWS
     )
     run = ask(reader, "profiles", "Which profile reranks with a cross-encoder?")
 
