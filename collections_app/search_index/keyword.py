@@ -28,19 +28,43 @@ class KeywordTerms:
 
     lexemes: list[str]  # the distinct lexemes of the text that may match
     required: str  # tsquery text every hit must match; "" when nothing is required
+    # With a collection: how many of its chunks hold each lexeme (as of the last
+    # statistics refresh; lexemes it lacks are left out). None: not read.
+    df: dict[str, int] | None = None
 
 
-def keyword_terms(*, text: str, required_text: str) -> KeywordTerms:
-    """The lexemes of ``text``, and ``required_text`` (websearch syntax) as a tsquery."""
+def keyword_terms(
+    *, text: str, required_text: str, collection_id: int | None = None
+) -> KeywordTerms:
+    """The lexemes of ``text``, and ``required_text`` (websearch syntax) as a tsquery.
+
+    With ``collection_id`` the lexemes' document frequencies come in the same
+    round trip (what ``term_document_frequencies`` reads).
+    """
+    params: list[Any] = [TEXT_SEARCH_CONFIG, text] + [TEXT_SEARCH_CONFIG, required_text] * 2
+    df_sql = ", NULL"
+    if collection_id is not None:
+        df_sql = (
+            ", (SELECT coalesce(json_object_agg(t.lexeme, t.ndoc), '{}'::json)"
+            " FROM collections_app_termstat t"
+            " WHERE t.collection_id = %s AND t.lexeme IN (SELECT lexeme FROM lex))"
+        )
+        params.append(int(collection_id))
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT ARRAY(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector(%s::regconfig, %s)))),"
+            "WITH lex AS (SELECT DISTINCT unnest(tsvector_to_array("
+            "to_tsvector(%s::regconfig, %s))) AS lexeme) "
+            "SELECT ARRAY(SELECT lexeme FROM lex ORDER BY lexeme),"
             " websearch_to_tsquery(%s::regconfig, %s)::text,"
-            " numnode(websearch_to_tsquery(%s::regconfig, %s))",
-            [TEXT_SEARCH_CONFIG, text] + [TEXT_SEARCH_CONFIG, required_text] * 2,
+            f" numnode(websearch_to_tsquery(%s::regconfig, %s)){df_sql}",
+            params,
         )
-        lexemes, required, nodes = cur.fetchone() or ([], "", 0)
-    return KeywordTerms(lexemes=list(lexemes), required=required if nodes else "")
+        lexemes, required, nodes, df = cur.fetchone() or ([], "", 0, None)
+    return KeywordTerms(
+        lexemes=list(lexemes),
+        required=required if nodes else "",
+        df={str(k): int(v) for k, v in df.items()} if df is not None else None,
+    )
 
 
 def bm25_idf(*, n_docs: int, df: int) -> float:
@@ -138,15 +162,18 @@ def keyword_search(
     scoring: KeywordScoring,
     pool_size: int,
     k: int,
+    df: Mapping[str, int] | None = None,
 ) -> KeywordSearch:
     """The ``k`` best chunks of the collection for ``lexemes``, scored by ``scoring``.
 
     ``required`` (a tsquery, "" for none) filters the pool; ``n_docs`` is the
-    collection's chunk count for the IDF.
+    collection's chunk count for the IDF; ``df`` the lexemes' document frequencies
+    when the caller has them (``keyword_terms`` with the collection), else read here.
     """
     if not lexemes:
         return KeywordSearch(matches=[], pool=KeywordPool([], [], 0), pooled=0)
-    df = term_document_frequencies(collection_id=collection_id, lexemes=lexemes)
+    if df is None:
+        df = term_document_frequencies(collection_id=collection_id, lexemes=lexemes)
     # Lexemes absent from the statistics (new since the last refresh, or not in
     # the collection) count as rare; matching them costs nothing if absent.
     idf = {lex: bm25_idf(n_docs=n_docs, df=df.get(lex, 0)) for lex in lexemes}

@@ -166,7 +166,9 @@ def keyword_search(
     """The ``k`` best chunks of ``collection`` for ``text`` by the configured ranking."""
     ranking = KEYWORD_RANKINGS.get(options.keyword_ranking)
     query = keyword_query_parse(text, require_codes=options.require_codes)
-    terms = search_index.keyword_terms(text=query.text, required_text=query.must_text)
+    terms = search_index.keyword_terms(
+        text=query.text, required_text=query.must_text, collection_id=int(collection.pk)
+    )
     details: dict[str, Any] = {
         "ranking": options.keyword_ranking,
         "lexemes": len(terms.lexemes),
@@ -190,6 +192,7 @@ def keyword_search(
         scoring=scoring,
         pool_size=options.keyword_pool,
         k=k,
+        df=terms.df,
     )
     details.update(
         {

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from collections_app.models import Collection
-from collections_app.search_index import vector_index_name
+from collections_app.search_index import keyword_terms, term_document_frequencies, vector_index_name
 from collections_app.search_index.vector import vector_search
 from query_app.exceptions import EmbeddingProfileMismatch, InvalidOption
 from query_app.pipeline.retrieval import (
@@ -363,3 +363,18 @@ def test_keyword_only_retrieval_needs_no_embeddings(db, reader):
     )
     assert run.citations[0]["snippet"] == "Backups run nightly at two o'clock."
     assert "embedder" not in _step(run, "retrieve")["details"]
+
+
+def test_the_keyword_legs_lexemes_bring_their_document_frequencies_in_one_round_trip(
+    large_collection,
+):
+    text = "kernel panic after the weekly maintenance window zzqx"
+    with CaptureQueriesContext(connection) as captured:
+        terms = keyword_terms(text=text, required_text="", collection_id=large_collection.pk)
+    assert len(captured.captured_queries) == 1
+    assert terms.df == term_document_frequencies(
+        collection_id=large_collection.pk, lexemes=terms.lexemes
+    )
+    assert "zzqx" in terms.lexemes and "zzqx" not in terms.df  # in no chunk
+    assert terms.df["window"] == 3000 and terms.df["kernel"] == 1
+    assert keyword_terms(text=text, required_text="").df is None
