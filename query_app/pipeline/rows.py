@@ -47,17 +47,26 @@ def question_words(question: str) -> list[str]:
     return _words(question) + _iso_dates(question)
 
 
+def _cells(row: str) -> list[tuple[str, str]]:
+    """(key, value) of each cell of a "key: value; key: value" record, or ("", cell)
+    of an "a | b | c" row."""
+    cells = re.split(r"\s*[;|]\s*", row.strip().rstrip("."))
+    return [
+        (key, value) if sep else ("", cell)
+        for cell in cells
+        for key, sep, value in [cell.partition(": ")]
+    ]
+
+
 def _values(row: str) -> list[str]:
     """The cell values of "key: value; key: value" records and "a | b | c" rows."""
-    cells = re.split(r"\s*[;|]\s*", row.strip().rstrip("."))
-    return [cell.split(": ", 1)[1] if ": " in cell else cell for cell in cells]
+    return [value for _, value in _cells(row)]
 
 
 def row_shape(row: str) -> tuple[str, ...]:
     """What the rows of one table share: the keys of a "key: value; …" record, else
     as many empty names as an "a | b | c" row has cells."""
-    cells = re.split(r"\s*[;|]\s*", row.strip().rstrip("."))
-    return tuple(cell.split(": ", 1)[0] if ": " in cell else "" for cell in cells)
+    return tuple(key for key, _ in _cells(row))
 
 
 def _names_something(value: str, words: list[str]) -> bool:
