@@ -163,19 +163,30 @@ def unit_vectors_load(*, chunk_ids: Iterable[str], fill: _Encoder) -> dict[bytes
     them (a summary node has no units of its own to store). Only those are
     read with their text and document; the others give their vectors alone.
     """
+    found: dict[bytes, np.ndarray] = {}
+    for keys, vectors in unit_vectors_by_chunk(chunk_ids=chunk_ids, fill=fill).values():
+        found.update(zip(keys, vectors, strict=True))
+    return found
+
+
+def unit_vectors_by_chunk(
+    *, chunk_ids: Iterable[str], fill: _Encoder
+) -> dict[str, tuple[list[bytes], np.ndarray]]:
+    """Per chunk id, the keys and vectors of its units (as ``unit_vectors_load``
+    reads them, passages stored without them filled now); a chunk without
+    units (a summary node, an empty passage) is left out."""
     from collections_app.models import Chunk
 
     ids = list(dict.fromkeys(chunk_ids))
     if not ids:
         return {}
-    found: dict[bytes, np.ndarray] = {}
+    found: dict[str, tuple[list[bytes], np.ndarray]] = {}
     missing: list[str] = []
     for pk, kind, blob in (
         Chunk.objects.filter(pk__in=ids).order_by().values_list("pk", "kind", "unit_vectors")
     ):
         if blob is not None:
-            keys, vectors = unit_vectors_unpack(blob)
-            found.update(zip(keys, vectors, strict=True))
+            found[pk] = unit_vectors_unpack(blob)
         elif kind == Chunk.Kind.PASSAGE:
             missing.append(pk)
     if missing:
@@ -186,10 +197,24 @@ def unit_vectors_load(*, chunk_ids: Iterable[str], fill: _Encoder) -> dict[bytes
             (pk, ChunkUnits(text=text, title=title, location=location))
             for pk, text, title, location in rows
         ]
-        for made in unit_vectors_fill(fill, passages).values():
-            keys, vectors = unit_vectors_unpack(made)
-            found.update(zip(keys, vectors, strict=True))
-    return found
+        for pk, made in unit_vectors_fill(fill, passages).items():
+            found[pk] = unit_vectors_unpack(made)
+    return {pk: units for pk, units in found.items() if len(units[0])}
+
+
+def unit_similarity_best(
+    *, chunk_ids: Iterable[str], vector: np.ndarray, fill: _Encoder
+) -> dict[str, float]:
+    """Per chunk id, the cosine similarity of its nearest unit (sentence, list item,
+    row) to ``vector``; chunks without units are left out."""
+    probe = np.asarray(vector, dtype=np.float32)
+    probe = probe / (float(np.linalg.norm(probe)) or 1.0)
+    best: dict[str, float] = {}
+    for pk, (_, vectors) in unit_vectors_by_chunk(chunk_ids=chunk_ids, fill=fill).items():
+        norms = np.linalg.norm(vectors, axis=1)
+        norms[norms == 0] = 1.0
+        best[pk] = float(np.max((vectors @ probe) / norms))
+    return best
 
 
 def unit_vectors_fill(

@@ -239,6 +239,7 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("retrieval.rrf_k", o.retrieval.rrf_k, 1, 10_000)
     _check_range("retrieval.vector_weight", o.retrieval.vector_weight, 0.0, 100.0)
     _check_range("retrieval.keyword_weight", o.retrieval.keyword_weight, 0.0, 100.0)
+    _check_range("retrieval.unit_similarity", o.retrieval.unit_similarity, 0.0, 1.0)
     _check_range("retrieval.per_document", o.retrieval.per_document, 0, 1000)
     _check_range("retrieval.per_document_pool", o.retrieval.per_document_pool, 1, 20)
     _check_range("retrieval.summary_members", o.retrieval.summary_members, 1, 20)

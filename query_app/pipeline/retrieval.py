@@ -18,6 +18,7 @@ from django.db.models.expressions import RawSQL
 
 from collections_app import search_index
 from collections_app.embedding import Embedder, get_embedder
+from collections_app.embedding.unit_vectors import unit_similarity_best
 from collections_app.models import Chunk, Collection
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.decisive_keyword import decisive_keyword_promote
@@ -279,6 +280,14 @@ def _legs_run(
             collection=collection, vector=vector, k=k, ef_search=ef_search
         )
         found.details["vector"] = {"hits": len(found.hits["vector"]), "ef_search": ef_search}
+        if options.retrieval.unit_similarity > 0 and found.hits["vector"]:
+            found.hits["vector"] = _with_unit_similarity(
+                found.hits["vector"],
+                collection=collection,
+                vector=vector,
+                weight=options.retrieval.unit_similarity,
+            )
+            found.details["vector"]["unit_similarity"] = options.retrieval.unit_similarity
     if "keyword" in legs:
         result = keyword or keyword_search(
             collection=collection, text=probe, k=k, options=options.retrieval
@@ -290,6 +299,30 @@ def _legs_run(
         found.details["keyword"] = {"hits": len(result.hits), **result.details}
         found.warnings += result.warnings
     return found
+
+
+def _with_unit_similarity(
+    hits: list[tuple[str, float]], *, collection: Collection, vector: np.ndarray, weight: float
+) -> list[tuple[str, float]]:
+    """The vector leg's hits reordered by ``(1 - weight) x`` their own similarity
+    ``+ weight x`` that of their nearest unit (sentence, list item, row).
+
+    A claim or a short question often matches one sentence of a passage far
+    better than the passage as a whole. The units' vectors are those stored at
+    ingestion for extractive answers (embedded now, and stored, where missing);
+    a hit without units (a summary node) keeps its own similarity.
+    """
+    best = unit_similarity_best(
+        chunk_ids=[cid for cid, _ in hits],
+        vector=vector,
+        fill=collection_embedder(collection),
+    )
+    mixed = [
+        (cid, (1.0 - weight) * score + weight * best[cid] if cid in best else score)
+        for cid, score in hits
+    ]
+    order = sorted(range(len(mixed)), key=lambda i: (-mixed[i][1], i))
+    return [mixed[i] for i in order]
 
 
 def _ranked(

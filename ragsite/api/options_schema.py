@@ -31,6 +31,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "retrieval.rrf_k": (1, 10_000),
     "retrieval.vector_weight": (0.0, 100.0),
     "retrieval.keyword_weight": (0.0, 100.0),
+    "retrieval.unit_similarity": (0.0, 1.0),
     "retrieval.per_document": (0, 1000),
     "retrieval.per_document_pool": (1, 20),
     "retrieval.bm25_k1": (0.0, 10.0),
