@@ -202,21 +202,6 @@ def unit_vectors_by_chunk(
     return {pk: units for pk, units in found.items() if len(units[0])}
 
 
-def unit_similarity_best(
-    *, chunk_ids: Iterable[str], vector: np.ndarray, fill: _Encoder
-) -> dict[str, float]:
-    """Per chunk id, the cosine similarity of its nearest unit (sentence, list item,
-    row) to ``vector``; chunks without units are left out."""
-    probe = np.asarray(vector, dtype=np.float32)
-    probe = probe / (float(np.linalg.norm(probe)) or 1.0)
-    best: dict[str, float] = {}
-    for pk, (_, vectors) in unit_vectors_by_chunk(chunk_ids=chunk_ids, fill=fill).items():
-        norms = np.linalg.norm(vectors, axis=1)
-        norms[norms == 0] = 1.0
-        best[pk] = float(np.max((vectors @ probe) / norms))
-    return best
-
-
 def unit_vectors_fill(
     encoder: _Encoder, passages: Sequence[tuple[str, ChunkUnits]]
 ) -> dict[str, bytes]:

@@ -18,7 +18,6 @@ from django.db.models.expressions import RawSQL
 
 from collections_app import search_index
 from collections_app.embedding import Embedder, get_embedder
-from collections_app.embedding.unit_vectors import unit_similarity_best
 from collections_app.models import Chunk, Collection
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.decisive_keyword import decisive_keyword_promote
@@ -26,6 +25,7 @@ from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.options import MAX_EF_SEARCH, QueryOptions
 from query_app.pipeline.summary_nodes import summaries_expand
 from query_app.pipeline.types import Candidate, LegHit
+from query_app.pipeline.unit_similarity import nearest_unit_reorder
 from ragsite.registry import Registry
 
 
@@ -281,11 +281,11 @@ def _legs_run(
         )
         found.details["vector"] = {"hits": len(found.hits["vector"]), "ef_search": ef_search}
         if options.retrieval.unit_similarity > 0 and found.hits["vector"]:
-            found.hits["vector"] = _with_unit_similarity(
+            found.hits["vector"] = nearest_unit_reorder(
                 found.hits["vector"],
-                collection=collection,
                 vector=vector,
                 weight=options.retrieval.unit_similarity,
+                fill=collection_embedder(collection),
             )
             found.details["vector"]["unit_similarity"] = options.retrieval.unit_similarity
     if "keyword" in legs:
@@ -299,30 +299,6 @@ def _legs_run(
         found.details["keyword"] = {"hits": len(result.hits), **result.details}
         found.warnings += result.warnings
     return found
-
-
-def _with_unit_similarity(
-    hits: list[tuple[str, float]], *, collection: Collection, vector: np.ndarray, weight: float
-) -> list[tuple[str, float]]:
-    """The vector leg's hits reordered by ``(1 - weight) x`` their own similarity
-    ``+ weight x`` that of their nearest unit (sentence, list item, row).
-
-    A claim or a short question often matches one sentence of a passage far
-    better than the passage as a whole. The units' vectors are those stored at
-    ingestion for extractive answers (embedded now, and stored, where missing);
-    a hit without units (a summary node) keeps its own similarity.
-    """
-    best = unit_similarity_best(
-        chunk_ids=[cid for cid, _ in hits],
-        vector=vector,
-        fill=collection_embedder(collection),
-    )
-    mixed = [
-        (cid, (1.0 - weight) * score + weight * best[cid] if cid in best else score)
-        for cid, score in hits
-    ]
-    order = sorted(range(len(mixed)), key=lambda i: (-mixed[i][1], i))
-    return [mixed[i] for i in order]
 
 
 def _ranked(
