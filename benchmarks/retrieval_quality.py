@@ -44,6 +44,8 @@ DATASETS = {
     "pubmedqa_faq": ROOT / "eval" / "pubmedqa_faq",
     # The same corpus with 60 hand-written answerable wh-questions (what, which, how).
     "pubmedqa_faq_wh": ROOT / "eval" / "pubmedqa_faq_wh",
+    # The manual shape: the same short answers among 100 long pages of ten abstracts each.
+    "pubmedqa_manual": ROOT / "eval" / "pubmedqa_manual",
     # A fixed-seed SciFact sample (eval/scifact_sample/make.py writes it), where
     # embedding all 5,183 abstracts is too slow; compare systems on it, not to published figures.
     "scifact_sample": ROOT / "var" / "eval" / "scifact_sample",
@@ -331,6 +333,20 @@ def main() -> None:
     print("-" * len(header))
     for name, label, cells, _info in rows:
         print(f"{name:{data_width}} {label:{width}} " + " ".join(f"{c:>21}" for c in cells))
+    if len(compare) > 1:
+        print("\npaired nDCG@10 difference to the first system (95% bootstrap)")
+        for name in names:
+            systems = [(label, s[0][1]) for (n, label), s in per_case.items() if n == name]
+            for label, scores in systems[1:]:
+                first_label, first = systems[0]
+                shared = sorted(set(first) & set(scores))
+                mean, low, high = paired_difference_ci(
+                    [scores[c] for c in shared], [first[c] for c in shared], seed=0
+                )
+                print(
+                    f"{name:{data_width}} {label} vs {first_label}: "
+                    f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] ({len(shared)} cases)"
+                )
     if args.grid:
         print("\npaired nDCG@10 difference to the first chunk setting (95% bootstrap)")
         for (name, label), settings_scores in per_case.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from collections_app.models import (
+    Chunk,
     Collection,
     CollectionMembership,
     IngestionJob,
@@ -293,3 +295,13 @@ def quarantine_pending_count(user: User | AnonymousUser) -> int:
     if not user.is_authenticated:
         return 0
     return quarantine_queue(user).count()
+
+
+def chunk_document_sizes(*, chunk_ids: Sequence[str]) -> dict[str, int]:
+    """How many passages the document of each chunk has (at least 1), by chunk id."""
+    if not chunk_ids:
+        return {}
+    rows = Chunk.objects.filter(pk__in=list(chunk_ids)).order_by()
+    return {
+        cid: max(int(count or 0), 1) for cid, count in rows.values_list("id", "source__chunk_count")
+    }

@@ -28,20 +28,28 @@ class KeywordTerms:
 
     lexemes: list[str]  # the distinct lexemes of the text that may match
     required: str  # tsquery text every hit must match; "" when nothing is required
+    # tsquery text a hit should match (it ranks ahead of hits that do not); "" for none.
+    preferred: str = ""
     # With a collection: how many of its chunks hold each lexeme (as of the last
     # statistics refresh; lexemes it lacks are left out). None: not read.
     df: dict[str, int] | None = None
 
 
 def keyword_terms(
-    *, text: str, required_text: str, collection_id: int | None = None
+    *,
+    text: str,
+    required_text: str,
+    preferred_text: str = "",
+    collection_id: int | None = None,
 ) -> KeywordTerms:
-    """The lexemes of ``text``, and ``required_text`` (websearch syntax) as a tsquery.
+    """The lexemes of ``text``, and ``required_text`` and ``preferred_text``
+    (websearch syntax) as tsqueries.
 
     With ``collection_id`` the lexemes' document frequencies come in the same
     round trip (what ``term_document_frequencies`` reads).
     """
     params: list[Any] = [TEXT_SEARCH_CONFIG, text] + [TEXT_SEARCH_CONFIG, required_text] * 2
+    params += [TEXT_SEARCH_CONFIG, preferred_text] * 2
     df_sql = ", NULL"
     if collection_id is not None:
         df_sql = (
@@ -56,13 +64,17 @@ def keyword_terms(
             "to_tsvector(%s::regconfig, %s))) AS lexeme) "
             "SELECT ARRAY(SELECT lexeme FROM lex ORDER BY lexeme),"
             " websearch_to_tsquery(%s::regconfig, %s)::text,"
+            f" numnode(websearch_to_tsquery(%s::regconfig, %s)),"
+            " websearch_to_tsquery(%s::regconfig, %s)::text,"
             f" numnode(websearch_to_tsquery(%s::regconfig, %s)){df_sql}",
             params,
         )
-        lexemes, required, nodes, df = cur.fetchone() or ([], "", 0, None)
+        row = cur.fetchone() or ([], "", 0, "", 0, None)
+        lexemes, required, nodes, preferred, preferred_nodes, df = row
     return KeywordTerms(
         lexemes=list(lexemes),
         required=required if nodes else "",
+        preferred=preferred if preferred_nodes else "",
         df={str(k): int(v) for k, v in df.items()} if df is not None else None,
     )
 
@@ -142,6 +154,7 @@ class KeywordMatch:
     chunk_id: str
     score: float
     coverage: float  # IDF-weighted share of the question's lexemes in the chunk
+    preferred: bool = True  # it matches what the search preferred (or nothing was)
 
 
 @dataclass(frozen=True)
@@ -163,10 +176,14 @@ def keyword_search(
     pool_size: int,
     k: int,
     df: Mapping[str, int] | None = None,
+    preferred: str = "",
+    preferred_miss: float = 1.0,
 ) -> KeywordSearch:
     """The ``k`` best chunks of the collection for ``lexemes``, scored by ``scoring``.
 
-    ``required`` (a tsquery, "" for none) filters the pool; ``n_docs`` is the
+    ``required`` (a tsquery, "" for none) filters the pool; a chunk that does not
+    match ``preferred`` (a tsquery, "" for none) has its score multiplied by
+    ``preferred_miss`` (0-1), so it ranks behind those that do; ``n_docs`` is the
     collection's chunk count for the IDF; ``df`` the lexemes' document frequencies
     when the caller has them (``keyword_terms`` with the collection), else read here.
     """
@@ -186,6 +203,8 @@ def keyword_search(
         scoring=scoring,
         pool_size=pool_size,
         k=k,
+        preferred=preferred,
+        preferred_miss=preferred_miss,
     )
     with connection.cursor() as cur:
         cur.execute(sql, params)
@@ -193,7 +212,12 @@ def keyword_search(
     total_idf = sum(idf.values()) or 1.0
     return KeywordSearch(
         matches=[
-            KeywordMatch(chunk_id=row[0], score=float(row[1]), coverage=float(row[2]) / total_idf)
+            KeywordMatch(
+                chunk_id=row[0],
+                score=float(row[1]),
+                coverage=float(row[2]) / total_idf,
+                preferred=bool(row[4]),
+            )
             for row in rows
         ],
         pool=pool,
@@ -210,6 +234,8 @@ def _scoring_query(
     scoring: KeywordScoring,
     pool_size: int,
     k: int,
+    preferred: str = "",
+    preferred_miss: float = 1.0,
 ) -> tuple[str, list[Any]]:
     """The pool-and-score query and its parameters (in placeholder order)."""
     rank_select = (
@@ -218,12 +244,15 @@ def _scoring_query(
     # What is required (a code, a quoted phrase) may be named by the chunk's document
     # title instead of its text: page 2 of "Quillmate Q3 datasheet" is about the Q3
     # without saying so. The title is read only for chunks whose own text falls short.
-    must_sql = (
-        " AND (c.search_vector @@ %s::tsquery OR (to_tsvector("
+    matches_sql = (
+        "(c.search_vector @@ %s::tsquery OR (to_tsvector("
         f"'{TEXT_SEARCH_CONFIG}'::regconfig, (SELECT s.title FROM collections_app_source s"
         " WHERE s.id = c.source_id)) || c.search_vector) @@ %s::tsquery)"
-        if required
-        else ""
+    )
+    must_sql = f" AND {matches_sql}" if required else ""
+    preferred_select = f", {matches_sql} AS preferred" if preferred else ", TRUE AS preferred"
+    miss_sql = (
+        " * (CASE WHEN bool_or(p.preferred) THEN 1.0 ELSE %s::float8 END)" if preferred else ""
     )
     # setweight marks the question's lexemes, ts_filter keeps only them: the
     # unnest then walks a handful of entries instead of the whole chunk.
@@ -231,27 +260,33 @@ def _scoring_query(
         "WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
         "pool AS ("
         f" SELECT c.id, c.search_vector, length(c.search_vector) AS dl{rank_select}"
+        f"{preferred_select}"
         " FROM collections_app_chunk c"
         f" WHERE c.collection_id = {int(collection_id)} AND c.search_vector @@ %s::tsquery{must_sql}"
         " LIMIT %s), "
         "scored AS ("
-        f" SELECT p.id, {scoring.score_sql} AS score, sum(q.idf) AS matched_idf"
+        f" SELECT p.id, ({scoring.score_sql}){miss_sql} AS score, sum(q.idf) AS matched_idf,"
+        " bool_or(p.preferred) AS preferred"
         " FROM pool p"
         " CROSS JOIN LATERAL unnest(ts_filter(setweight(p.search_vector, 'A', %s::text[]), '{a}'))"
         " AS t(lexeme, positions, weights)"
         " JOIN q ON q.lexeme = t.lexeme"
         " GROUP BY p.id) "
-        "SELECT id, score, matched_idf, count(*) OVER () FROM scored "
+        "SELECT id, score, matched_idf, count(*) OVER (), preferred FROM scored "
         "ORDER BY score DESC, id LIMIT %s"
     )
     params: list[Any] = [list(idf), list(idf.values())]
     if scoring.cover_density:
         params.append(_tsquery_literal(list(idf)))
+    if preferred:
+        params += [preferred, preferred]
     params.append(_tsquery_literal(match_terms))
     if required:
         params += [required, required]
     params.append(pool_size)
     params += scoring.score_params
+    if preferred:
+        params.append(preferred_miss)
     params.append(list(idf))
     params.append(k)
     return sql, params

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from query_app.pipeline.leg_fusion import rrf_scores
 from query_app.pipeline.lexical import content_terms, jaccard
-from query_app.pipeline.retrieval import rrf_scores
 from query_app.pipeline.types import Candidate
 
 FUSION_METHODS = {

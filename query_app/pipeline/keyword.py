@@ -121,10 +121,19 @@ class KeywordQuery:
     @property
     def must_text(self) -> str:
         """The required part in websearch syntax (AND of phrases, codes, negations)."""
+        return " ".join([self.phrase_text, self.code_text]).strip()
+
+    @property
+    def phrase_text(self) -> str:
+        """Phrases and negations in websearch syntax: what always holds."""
         parts = [f'"{p}"' for p in self.phrases]
-        parts += list(self.codes)
         parts += [f"-{n}" for n in self.negated]
         return " ".join(parts)
+
+    @property
+    def code_text(self) -> str:
+        """The codes in websearch syntax (their AND)."""
+        return " ".join(self.codes)
 
 
 def keyword_query_parse(question: str, *, require_codes: bool = True) -> KeywordQuery:
@@ -151,6 +160,8 @@ class KeywordHit:
     chunk_id: str
     score: float
     coverage: float  # IDF-weighted share of the question's lexemes in the chunk
+    # It holds the question's codes and quoted phrases (True when it has none).
+    exact: bool = True
 
 
 @dataclass
@@ -166,8 +177,13 @@ def keyword_search(
     """The ``k`` best chunks of ``collection`` for ``text`` by the configured ranking."""
     ranking = KEYWORD_RANKINGS.get(options.keyword_ranking)
     query = keyword_query_parse(text, require_codes=options.require_codes)
+    # With missing_code_weight a chunk lacking a code is kept, behind those holding it.
+    soft_codes = bool(query.codes) and options.missing_code_weight > 0
     terms = search_index.keyword_terms(
-        text=query.text, required_text=query.must_text, collection_id=int(collection.pk)
+        text=query.text,
+        required_text=query.phrase_text if soft_codes else query.must_text,
+        preferred_text=query.code_text if soft_codes else "",
+        collection_id=int(collection.pk),
     )
     details: dict[str, Any] = {
         "ranking": options.keyword_ranking,
@@ -177,6 +193,9 @@ def keyword_search(
         "negated": list(query.negated),
         "required": terms.required,
     }
+    if terms.preferred:
+        details["preferred"] = terms.preferred
+        details["missing_code_weight"] = options.missing_code_weight
     if not terms.lexemes:
         details["reason"] = "the question has no searchable words (only stopwords)"
         return KeywordResult(hits=[], details=details)
@@ -193,6 +212,8 @@ def keyword_search(
         pool_size=options.keyword_pool,
         k=k,
         df=terms.df,
+        preferred=terms.preferred,
+        preferred_miss=options.missing_code_weight,
     )
     details.update(
         {
@@ -210,7 +231,8 @@ def keyword_search(
         )
     details["pooled"] = found.pooled
     hits = [
-        KeywordHit(chunk_id=m.chunk_id, score=m.score, coverage=m.coverage) for m in found.matches
+        KeywordHit(chunk_id=m.chunk_id, score=m.score, coverage=m.coverage, exact=m.preferred)
+        for m in found.matches
     ]
     return KeywordResult(hits=hits, details=details, warnings=warnings)
 

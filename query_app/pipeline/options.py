@@ -37,7 +37,7 @@ class TransformOptions:
 # pgvector's upper bound on hnsw.ef_search: a larger value is an SQL error.
 MAX_EF_SEARCH = 1000
 # retrieval.fusion: how the hybrid mode combines its vector and keyword legs.
-HYBRID_FUSIONS = ("rrf", "evidence", "adaptive")
+HYBRID_FUSIONS = ("rrf", "evidence", "adaptive", "scores")
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,13 @@ class RetrievalOptions:
     # best IDF-weighted coverage of its words among the first keyword hits),
     # "rrf" (equal weights, Σ 1/(k + rank)) or "evidence" (each keyword hit
     # counts keyword_weight x its own coverage, which favours long chunks).
+    # "scores" mixes each leg's scores relative to its best hit instead of ranks:
+    # (1 - s) x similarity / best similarity + s x BM25 / best BM25, where s is
+    # keyword_share x that same evidence (query_app/pipeline/leg_fusion.py).
     fusion: str = "adaptive"
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    keyword_share: float = 0.5
     # Decisive keyword hit (hybrid only, off by default): when the keyword leg's
     # top hit scores at least ``decisive_keyword_ratio`` times its second and holds
     # at least ``decisive_keyword_coverage`` of the question's IDF-weighted words,
@@ -78,6 +82,12 @@ class RetrievalOptions:
     # ingestion for extractive answers). 0 = off: at 0.3 full SciFact gains 0.010
     # nDCG@10 but the FAQ-shaped set loses 0.007 (docs/answering.md).
     unit_similarity: float = 0.0
+    # A passage's score corrected by ln(passages of its document), so that a long
+    # document's many tries do not outrank a short answer by chance
+    # (query_app/pipeline/document_prior.py): similarity - document_prior x ln n,
+    # BM25 / (1 + keyword_document_prior x ln n). 0 = off.
+    document_prior: float = 0.0
+    keyword_document_prior: float = 0.0
     keyword_ranking: str = "bm25"  # bm25 | ts_rank_cd
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
@@ -87,6 +97,9 @@ class RetrievalOptions:
     keyword_pool: int = 1000
     # Codes in the question (ERR-4471, v2.3.1, sha256) must appear in keyword hits.
     require_codes: bool = True
+    # With require_codes: 0 leaves out a keyword hit lacking a code of the question;
+    # above 0 keeps it with its score multiplied by this (behind those holding it).
+    missing_code_weight: float = 0.0
     # Linear profiles: when the kept evidence defines a term of the question or names
     # the thing it describes, that name is searched next to the question once and the
     # rankings fused (query_app/pipeline/stages/bridge.py); never for retrieval only.

@@ -9,7 +9,7 @@ Hybrid retrieval fuses both legs by Reciprocal Rank Fusion,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +19,17 @@ from django.db.models.expressions import RawSQL
 from collections_app import search_index
 from collections_app.embedding import Embedder, get_embedder
 from collections_app.models import Chunk, Collection
+from collections_app.selectors import chunk_document_sizes
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.decisive_keyword import decisive_keyword_promote
+from query_app.pipeline.document_prior import keyword_prior, vector_prior
 from query_app.pipeline.keyword import KeywordResult, keyword_search
+from query_app.pipeline.leg_fusion import (
+    keyword_evidence,
+    relative_score_fusion,
+    rrf_scores,
+    weighted_rrf_scores,
+)
 from query_app.pipeline.options import MAX_EF_SEARCH, QueryOptions
 from query_app.pipeline.summary_nodes import summaries_expand
 from query_app.pipeline.types import Candidate, LegHit
@@ -80,61 +88,6 @@ def _vector_hits(
     return search_index.vector_search(
         collection_id=int(collection.pk), dimensions=dims, vector=vector, k=k, ef_search=ef_search
     )
-
-
-def rrf_scores(rankings: Sequence[Sequence[str]], *, k: int) -> dict[str, float]:
-    """Reciprocal Rank Fusion: each list adds 1/(k + rank) to the items it ranks."""
-    scores: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-    return scores
-
-
-def weighted_rrf_scores(
-    hits: Mapping[str, Sequence[tuple[str, float]]],
-    *,
-    k: int,
-    weights: Mapping[str, float],
-    evidence: Mapping[str, Mapping[str, float]],
-) -> dict[str, float]:
-    """Weighted Reciprocal Rank Fusion: leg ``L`` adds ``w_L x e / (k + rank)``.
-
-    ``e`` is the hit's own evidence in that leg when the leg reports one (the
-    keyword leg: the IDF-weighted share of the question's words the chunk
-    holds, 0-1), else 1. A keyword hit that matches only a small, common part
-    of the question therefore barely moves the vector leg's order, while one
-    that holds the question's rare words counts fully.
-    """
-    scores: dict[str, float] = {}
-    for leg, ranking in hits.items():
-        weight = weights.get(leg, 1.0)
-        leg_evidence = evidence.get(leg)
-        for rank, (item, _score) in enumerate(ranking, start=1):
-            share = 1.0 if leg_evidence is None else min(1.0, max(0.0, leg_evidence.get(item, 0.0)))
-            scores[item] = scores.get(item, 0.0) + weight * share / (k + rank)
-    return scores
-
-
-# Query-dependent fusion ("adaptive", the default): the keyword leg's weight for
-# one question is keyword_weight x E, where E is the keyword leg's own evidence
-# for that question: the best IDF-weighted coverage of the question's words
-# among its first KEYWORD_EVIDENCE_TOP hits (1 when the question holds codes or
-# quoted phrases, which every keyword hit then contains). Calibrated on SciFact
-# and the FAQ-shaped set (docs/answering.md): E squared gained less on SciFact.
-KEYWORD_EVIDENCE_TOP = 10
-
-
-def keyword_evidence(coverages: Sequence[float], *, exact: bool) -> float:
-    """The keyword leg's evidence for one question (0-1) from its hits' coverages, in rank order.
-
-    One weight for every hit of the question, unlike ``evidence`` fusion's
-    per-hit coverage, which favours long chunks (they hold more of the
-    question's words) over the short answer the question is about.
-    """
-    if exact:
-        return 1.0
-    return min(1.0, max(coverages[:KEYWORD_EVIDENCE_TOP], default=0.0))
 
 
 @dataclass
@@ -257,7 +210,8 @@ class _LegHits:
 
     hits: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     coverage: dict[str, float] = field(default_factory=dict)  # keyword hits only
-    exact: bool = False  # keyword hits hold the question's codes / quoted phrases
+    # Keyword hits holding the question's codes / quoted phrases, when it has any.
+    exact: set[str] = field(default_factory=set)
     details: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -294,11 +248,32 @@ def _legs_run(
         )
         found.hits["keyword"] = [(hit.chunk_id, hit.score) for hit in result.hits]
         found.coverage = {hit.chunk_id: hit.coverage for hit in result.hits}
-        # Every keyword hit contains the codes / quoted phrases the question required.
-        found.exact = bool(result.details.get("codes") or result.details.get("phrases"))
+        # The hits holding the codes / quoted phrases the question asked for (every
+        # hit, unless a hit lacking a code is kept: retrieval.missing_code_weight).
+        if result.details.get("codes") or result.details.get("phrases"):
+            found.exact = {hit.chunk_id for hit in result.hits if hit.exact}
         found.details["keyword"] = {"hits": len(result.hits), **result.details}
         found.warnings += result.warnings
+    _document_prior(found, options=options)
     return found
+
+
+def _document_prior(found: _LegHits, *, options: QueryOptions) -> None:
+    """Each leg's hits rescored by the size of their documents (retrieval.document_prior)."""
+    weights = {
+        "vector": options.retrieval.document_prior,
+        "keyword": options.retrieval.keyword_document_prior,
+    }
+    legs = [leg for leg, hits in found.hits.items() if hits and weights[leg] > 0]
+    if not legs:
+        return
+    sizes = chunk_document_sizes(
+        chunk_ids=list({cid for leg in legs for cid, _ in found.hits[leg]})
+    )
+    for leg in legs:
+        prior = vector_prior if leg == "vector" else keyword_prior
+        found.hits[leg] = prior(found.hits[leg], sizes=sizes, weight=weights[leg])
+        found.details[leg]["document_prior"] = weights[leg]
 
 
 def _ranked(
@@ -315,11 +290,17 @@ def _ranked(
         "keyword": options.retrieval.keyword_weight,
     }
     extra: dict[str, Any] = {}
-    if method == "adaptive":
-        evidence = keyword_evidence(
-            [found.coverage.get(cid, 0.0) for cid, _ in found.hits.get("keyword", [])],
-            exact=found.exact,
-        )
+    keyword_hits = found.hits.get("keyword", [])
+    evidence = keyword_evidence(
+        [found.coverage.get(cid, 0.0) for cid, _ in keyword_hits],
+        exact=bool(keyword_hits) and keyword_hits[0][0] in found.exact,
+    )
+    if method == "scores":
+        share = options.retrieval.keyword_share * evidence
+        weights = {"vector": 1.0 - share, "keyword": share}
+        extra["keyword_evidence"] = round(evidence, 4)
+        fused = relative_score_fusion(found.hits, keyword_share=share)
+    elif method == "adaptive":
         weights["keyword"] *= evidence
         extra["keyword_evidence"] = round(evidence, 4)
         fused = weighted_rrf_scores(found.hits, k=rrf_k, weights=weights, evidence={})
@@ -330,7 +311,9 @@ def _ranked(
             weights=weights,
             # Keyword hits that hold the question's codes or quoted phrases are
             # exact matches: full evidence whatever share of the other words they hold.
-            evidence={} if found.exact else {"keyword": found.coverage},
+            evidence={
+                "keyword": {c: 1.0 if c in found.exact else v for c, v in found.coverage.items()}
+            },
         )
     else:
         fused = rrf_scores([[cid for cid, _ in hits] for hits in found.hits.values()], k=rrf_k)
@@ -343,8 +326,10 @@ def _ranked(
             cid,
         ),
     )[: leg_depth(options)]
-    found.details["fusion"] = {"method": method, "k": rrf_k, "fused": len(fused)}
-    if method in ("evidence", "adaptive"):
+    found.details["fusion"] = {"method": method, "fused": len(fused)}
+    if method != "scores":
+        found.details["fusion"]["k"] = rrf_k
+    if method in ("evidence", "adaptive", "scores"):
         found.details["fusion"]["weights"] = {leg: round(w, 4) for leg, w in weights.items()}
     found.details["fusion"].update(extra)
     scores = {cid: fused[cid] for cid in order}
@@ -386,7 +371,7 @@ def _candidate(
         retrieval_score=score,
         vector_similarity=float(similarity) if similarity is not None else None,
         keyword_coverage=found.coverage.get(chunk_id),
-        exact_match=found.exact and chunk_id in found.coverage,
+        exact_match=chunk_id in found.exact,
         probe_ranks={probe_index: rank},
         embedding=_embedding(row) if with_embeddings else None,
     )

@@ -125,3 +125,63 @@ def test_a_required_code_may_be_named_by_the_document_title_alone(db):
     assert [texts[h.chunk_id] for h in excluded.hits] == [
         "Quillmate Q3. Weight: 182 g including the battery."
     ]
+
+
+def test_with_missing_code_weight_a_hit_lacking_the_code_follows_those_holding_it(db):
+    sheets = [
+        Doc(
+            location="/sheets/q3.pdf",
+            title="Quillmate Q3 datasheet",
+            chunks=["Environmental. Operating temperature: -10 to 50 C. Sealing: IP65."],
+        ),
+        Doc(
+            location="/sheets/q2.pdf",
+            title="Quillmate Q2 datasheet",
+            chunks=["Environmental. Operating temperature: 0 to 40 C. Operating humidity 90%."],
+        ),
+    ]
+    collection = indexed_collection(sheets, embed_chunks=False)
+    texts = dict(collection.chunks.values_list("id", "text"))
+    question = "Q3 operating temperature"
+    strict = keyword_search(collection=collection, text=question, k=10, options=RetrievalOptions())
+    assert [texts[h.chunk_id][-5:] for h in strict.hits] == ["IP65."]
+    ignored = keyword_search(
+        collection=collection, text=question, k=10, options=RetrievalOptions(require_codes=False)
+    )
+    assert [texts[h.chunk_id][-6:] for h in ignored.hits] == ["y 90%.", " IP65."]
+
+    soft = keyword_search(
+        collection=collection,
+        text=question,
+        k=10,
+        options=RetrievalOptions(missing_code_weight=0.5),
+    )
+    # The Q2 page holds "operating" twice and scores higher on its words alone, yet
+    # lacking the code it comes second, marked as not holding it.
+    assert [(texts[h.chunk_id][-6:], h.exact) for h in soft.hits] == [
+        (" IP65.", True),
+        ("y 90%.", False),
+    ]
+    assert soft.details["preferred"] == "'q3'"
+    assert soft.details["required"] == ""
+
+
+def test_with_missing_code_weight_a_code_no_chunk_holds_still_finds_its_words(db):
+    collection = indexed_collection(
+        ["The Rad53 kinase checkpoint arrests replication forks.", "Forks stall."],
+        embed_chunks=False,
+    )
+    question = "Rad9-dependent checkpoint kinase"
+    strict = keyword_search(collection=collection, text=question, k=10, options=RetrievalOptions())
+    soft = keyword_search(
+        collection=collection,
+        text=question,
+        k=10,
+        options=RetrievalOptions(missing_code_weight=0.5),
+    )
+    texts = dict(collection.chunks.values_list("id", "text"))
+    assert strict.hits == []
+    assert [texts[h.chunk_id] for h in soft.hits] == [
+        "The Rad53 kinase checkpoint arrests replication forks."
+    ]
+    assert soft.hits[0].exact is False

@@ -10,13 +10,7 @@ from collections_app.models import Collection
 from collections_app.search_index import keyword_terms, term_document_frequencies, vector_index_name
 from collections_app.search_index.vector import vector_search
 from query_app.exceptions import EmbeddingProfileMismatch, InvalidOption
-from query_app.pipeline.retrieval import (
-    collection_embedder,
-    keyword_evidence,
-    retrieve_probe,
-    rrf_scores,
-    weighted_rrf_scores,
-)
+from query_app.pipeline.retrieval import collection_embedder, retrieve_probe
 from query_app.services import QueryRequest, query_answer, query_prepare, query_retrieve
 from tests.support.factories import Doc, indexed_collection
 
@@ -130,26 +124,6 @@ def test_rrf_k_is_configurable(kb, reader):
     assert max(c["score"] for c in run.citations) == pytest.approx(1 / (1 + 1))
 
 
-def test_rrf_scores_sum_reciprocal_ranks():
-    scores = rrf_scores([["a", "b", "c"], ["c", "a"]], k=60)
-    assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
-    assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)
-    assert scores["b"] == pytest.approx(1 / 62)
-
-
-def test_weighted_rrf_scales_each_keyword_hit_by_its_evidence():
-    hits = {"vector": [("a", 0.9), ("b", 0.8)], "keyword": [("b", 7.0), ("c", 3.0)]}
-    scores = weighted_rrf_scores(
-        hits,
-        k=60,
-        weights={"vector": 1.0, "keyword": 2.0},
-        evidence={"keyword": {"b": 0.5, "c": 0.1}},
-    )
-    assert scores["a"] == pytest.approx(1 / 61)
-    assert scores["b"] == pytest.approx(1 / 62 + 2.0 * 0.5 / 61)
-    assert scores["c"] == pytest.approx(2.0 * 0.1 / 62)
-
-
 def test_evidence_fusion_keeps_the_exact_code_and_reports_its_weights(kb, reader):
     run = query_retrieve(
         user=reader,
@@ -165,14 +139,6 @@ def test_evidence_fusion_keeps_the_exact_code_and_reports_its_weights(kb, reader
     assert fusion["weights"] == {"vector": 1.0, "keyword": 1.0}
     # Keyword hits holding the question's code are exact matches: full evidence.
     assert any(s.startswith("ERR-4471") for s in _sources(run))
-
-
-def test_keyword_evidence_is_the_best_coverage_among_the_first_hits():
-    assert keyword_evidence([0.2, 0.6, 0.4], exact=False) == pytest.approx(0.6)
-    # Only the first ten hits count; codes or quoted phrases are full evidence.
-    assert keyword_evidence([0.1] * 10 + [0.9], exact=False) == pytest.approx(0.1)
-    assert keyword_evidence([0.1], exact=True) == 1.0
-    assert keyword_evidence([], exact=False) == 0.0
 
 
 def _adaptive(reader, question):
@@ -206,7 +172,7 @@ def test_adaptive_fusion_weighs_the_keyword_leg_by_its_evidence_for_the_question
 
 
 def test_an_unknown_fusion_is_refused_with_the_known_ones(kb, reader):
-    with pytest.raises(InvalidOption, match="rrf, evidence, adaptive"):
+    with pytest.raises(InvalidOption, match="rrf, evidence, adaptive, scores"):
         query_prepare(
             user=reader,
             request=QueryRequest(
