@@ -64,12 +64,12 @@ def keyword_terms(
             "to_tsvector(%s::regconfig, %s))) AS lexeme) "
             "SELECT ARRAY(SELECT lexeme FROM lex ORDER BY lexeme),"
             " websearch_to_tsquery(%s::regconfig, %s)::text,"
-            f" numnode(websearch_to_tsquery(%s::regconfig, %s)),"
+            " numnode(websearch_to_tsquery(%s::regconfig, %s)),"
             " websearch_to_tsquery(%s::regconfig, %s)::text,"
             f" numnode(websearch_to_tsquery(%s::regconfig, %s)){df_sql}",
             params,
         )
-        row = cur.fetchone() or ([], "", 0, "", 0, None)
+        row: tuple[Any, ...] = cur.fetchone() or ([], "", 0, "", 0, None)
         lexemes, required, nodes, preferred, preferred_nodes, df = row
     return KeywordTerms(
         lexemes=list(lexemes),
