@@ -19,7 +19,38 @@ whose documents are 1-4 passages, barely move.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Hashable, Mapping, Sequence
+
+from collections_app.models import Collection
+from collections_app.selectors import chunk_document_sizes
+from query_app.pipeline.names import index_key
+
+# A chunk's document size changes only with the collection's index, whose every
+# change bumps index_version: the sizes are kept per process for the latest index
+# of each collection seen, so most questions read none.
+SIZES_KEPT_PER_COLLECTION = 50_000
+_sizes_lock = threading.Lock()
+_sizes_held: dict[int, tuple[Hashable, dict[str, int]]] = {}
+
+
+def document_sizes(*, collection: Collection, chunk_ids: Sequence[str]) -> dict[str, int]:
+    """How many passages the document of each chunk has (at least 1), by chunk id."""
+    index = index_key(collection)
+    with _sizes_lock:
+        held_for, held = _sizes_held.get(int(collection.pk), (None, {}))
+        sizes = {cid: held[cid] for cid in chunk_ids if cid in held} if held_for == index else {}
+    missing = [cid for cid in chunk_ids if cid not in sizes]
+    if missing:
+        fresh = chunk_document_sizes(chunk_ids=missing)
+        sizes.update(fresh)
+        with _sizes_lock:
+            held_for, held = _sizes_held.get(int(collection.pk), (None, {}))
+            if held_for != index or len(held) + len(fresh) > SIZES_KEPT_PER_COLLECTION:
+                held = {}
+                _sizes_held[int(collection.pk)] = (index, held)
+            held.update(fresh)
+    return sizes
 
 
 def vector_prior(

@@ -19,10 +19,9 @@ from django.db.models.expressions import RawSQL
 from collections_app import search_index
 from collections_app.embedding import Embedder, get_embedder
 from collections_app.models import Chunk, Collection
-from collections_app.selectors import chunk_document_sizes
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.decisive_keyword import decisive_keyword_promote
-from query_app.pipeline.document_prior import keyword_prior, vector_prior
+from query_app.pipeline.document_prior import document_sizes, keyword_prior, vector_prior
 from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.leg_fusion import (
     keyword_evidence,
@@ -254,11 +253,11 @@ def _legs_run(
             found.exact = {hit.chunk_id for hit in result.hits if hit.exact}
         found.details["keyword"] = {"hits": len(result.hits), **result.details}
         found.warnings += result.warnings
-    _document_prior(found, options=options)
+    _document_prior(found, collection=collection, options=options)
     return found
 
 
-def _document_prior(found: _LegHits, *, options: QueryOptions) -> None:
+def _document_prior(found: _LegHits, *, collection: Collection, options: QueryOptions) -> None:
     """Each leg's hits rescored by the size of their documents (retrieval.document_prior)."""
     weights = {
         "vector": options.retrieval.document_prior,
@@ -267,8 +266,9 @@ def _document_prior(found: _LegHits, *, options: QueryOptions) -> None:
     legs = [leg for leg, hits in found.hits.items() if hits and weights[leg] > 0]
     if not legs:
         return
-    sizes = chunk_document_sizes(
-        chunk_ids=list({cid for leg in legs for cid, _ in found.hits[leg]})
+    sizes = document_sizes(
+        collection=collection,
+        chunk_ids=list(dict.fromkeys(cid for leg in legs for cid, _ in found.hits[leg])),
     )
     for leg in legs:
         prior = vector_prior if leg == "vector" else keyword_prior

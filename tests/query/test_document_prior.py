@@ -6,9 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 
+from collections_app.models import Collection, Source
 from query_app.exceptions import InvalidOption
-from query_app.pipeline.document_prior import keyword_prior, vector_prior
+from query_app.pipeline.document_prior import document_sizes, keyword_prior, vector_prior
 from query_app.pipeline.profiles import options_resolve
 from query_app.pipeline.retrieval import collection_embedder, retrieve_probe
 from tests.support.factories import Doc, indexed_collection
@@ -74,5 +78,27 @@ def test_a_short_answer_a_hair_behind_a_long_pages_passage_comes_first(db):
 
 
 def test_a_document_prior_out_of_range_is_refused():
-    with pytest.raises(InvalidOption, match="retrieval.document_prior"):
+    with pytest.raises(InvalidOption, match=r"retrieval\.document_prior"):
         options_resolve(overrides={"retrieval": {"document_prior": -0.1}})
+
+
+def test_document_sizes_are_kept_until_the_collections_index_changes(db):
+    collection = indexed_collection(
+        [
+            Doc(location="/manual/kettle.md", chunks=PAGE),
+            Doc(location="/faq/descale.md", chunks=[SHORT]),
+        ]
+    )
+    ids = list(collection.chunks.order_by("ordinal").values_list("id", flat=True))
+    page_chunk = collection.chunks.get(source__location="/manual/kettle.md", ordinal=0).pk
+    with CaptureQueriesContext(connection) as first:
+        assert document_sizes(collection=collection, chunk_ids=ids)[page_chunk] == len(PAGE)
+    with CaptureQueriesContext(connection) as again:
+        assert document_sizes(collection=collection, chunk_ids=ids)[page_chunk] == len(PAGE)
+    assert len(first) == 1
+    assert len(again) == 0
+    # The page is cut anew into more passages: the index changes, the size is read again.
+    Source.objects.filter(location="/manual/kettle.md").update(chunk_count=12)
+    Collection.objects.filter(pk=collection.pk).update(index_version=F("index_version") + 1)
+    collection.refresh_from_db()
+    assert document_sizes(collection=collection, chunk_ids=ids)[page_chunk] == 12
