@@ -264,7 +264,6 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from eval_app.harness import eval_run_create, eval_run_execute
     from eval_app.harness.corpus_ingest import eval_collection_slug
-    from eval_app.metrics import paired_difference_ci
 
     grid: list[tuple[int, int] | None] = [None]
     if args.grid == "chunk":
@@ -339,27 +338,27 @@ def main() -> None:
             systems = [(label, s[0][1]) for (n, label), s in per_case.items() if n == name]
             for label, scores in systems[1:]:
                 first_label, first = systems[0]
-                shared = sorted(set(first) & set(scores))
-                mean, low, high = paired_difference_ci(
-                    [scores[c] for c in shared], [first[c] for c in shared], seed=0
-                )
-                print(
-                    f"{name:{data_width}} {label} vs {first_label}: "
-                    f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] ({len(shared)} cases)"
-                )
+                print(f"{name:{data_width}} {label} vs {first_label}: {_paired(scores, first)}")
     if args.grid:
         print("\npaired nDCG@10 difference to the first chunk setting (95% bootstrap)")
         for (name, label), settings_scores in per_case.items():
             first_suffix, first = settings_scores[0]
             for suffix, scores in settings_scores[1:]:
-                shared = sorted(set(first) & set(scores))
-                mean, low, high = paired_difference_ci(
-                    [scores[c] for c in shared], [first[c] for c in shared], seed=0
-                )
                 print(
                     f"{name:{data_width}} {label}{suffix} vs{first_suffix}: "
-                    f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] ({len(shared)} cases)"
+                    f"{_paired(scores, first)}"
                 )
+
+
+def _paired(scores: dict[str, float], reference: dict[str, float]) -> str:
+    """The mean paired difference of the shared cases, with its 95% bootstrap interval."""
+    from eval_app.metrics import paired_difference_ci
+
+    shared = sorted(set(reference) & set(scores))
+    mean, low, high = paired_difference_ci(
+        [scores[c] for c in shared], [reference[c] for c in shared], seed=0
+    )
+    return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] ({len(shared)} cases)"
 
 
 if __name__ == "__main__":
