@@ -55,7 +55,7 @@ def weighted_rrf_scores(
 # one question is keyword_weight x E, where E is the keyword leg's own evidence
 # for that question: the best IDF-weighted coverage of the question's words
 # among its first KEYWORD_EVIDENCE_TOP hits (1 when the question holds codes or
-# quoted phrases, which every keyword hit then contains). Calibrated on SciFact
+# quoted phrases and the first hit contains them). Calibrated on SciFact
 # and the FAQ-shaped set (docs/answering.md): E squared gained less on SciFact.
 KEYWORD_EVIDENCE_TOP = 10
 

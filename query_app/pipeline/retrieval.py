@@ -3,8 +3,10 @@
 The legs' searches are the search index's own
 (:func:`collections_app.search_index.vector_search` over the collection's
 partial HNSW index, the keyword leg through :mod:`query_app.pipeline.keyword`).
-Hybrid retrieval fuses both legs by Reciprocal Rank Fusion,
-``Σ 1/(k + rank)``; every candidate keeps its rank and score in each leg.
+Each leg's scores are first corrected by the size of their documents
+(:mod:`query_app.pipeline.document_prior`); hybrid retrieval then fuses both
+legs (:mod:`query_app.pipeline.leg_fusion`: weighted Reciprocal Rank Fusion by
+default, or relative scores); every candidate keeps its rank and score in each leg.
 """
 
 from __future__ import annotations
