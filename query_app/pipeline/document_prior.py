@@ -19,37 +19,27 @@ whose documents are 1-4 passages, barely move.
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from collections_app.models import Collection
 from collections_app.selectors import chunk_document_sizes
-from query_app.pipeline.names import index_key
+from query_app.pipeline.index_memo import IndexMemo, index_key
 
-# A chunk's document size changes only with the collection's index, whose every
-# change bumps index_version: the sizes are kept per process for the latest index
-# of each collection seen, so most questions read none.
+# A chunk's document size changes only with the collection's index: the sizes are
+# kept per process (index_memo.py), so most questions read none.
 SIZES_KEPT_PER_COLLECTION = 50_000
-_sizes_lock = threading.Lock()
-_sizes_held: dict[int, tuple[Hashable, dict[str, int]]] = {}
+_sizes_held: IndexMemo[int] = IndexMemo(limit=SIZES_KEPT_PER_COLLECTION)
 
 
 def document_sizes(*, collection: Collection, chunk_ids: Sequence[str]) -> dict[str, int]:
     """How many passages the document of each chunk has (at least 1), by chunk id."""
     index = index_key(collection)
-    with _sizes_lock:
-        held_for, held = _sizes_held.get(int(collection.pk), (None, {}))
-        sizes = {cid: held[cid] for cid in chunk_ids if cid in held} if held_for == index else {}
+    sizes = _sizes_held.get(collection_id=int(collection.pk), index=index, keys=chunk_ids)
     missing = [cid for cid in chunk_ids if cid not in sizes]
     if missing:
         fresh = chunk_document_sizes(chunk_ids=missing)
         sizes.update(fresh)
-        with _sizes_lock:
-            held_for, held = _sizes_held.get(int(collection.pk), (None, {}))
-            if held_for != index or len(held) + len(fresh) > SIZES_KEPT_PER_COLLECTION:
-                held = {}
-                _sizes_held[int(collection.pk)] = (index, held)
-            held.update(fresh)
+        _sizes_held.put(collection_id=int(collection.pk), index=index, values=fresh)
     return sizes
 
 

@@ -14,17 +14,13 @@ weigh them further (spelling.py, unaddressed.py).
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
 
 from django.db import connection
 
 from collections_app.search_index.keyword import TEXT_SEARCH_CONFIG
+from query_app.pipeline.index_memo import IndexMemo
 from query_app.pipeline.keyword import code_parts
-
-if TYPE_CHECKING:
-    from collections_app.models import Collection
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][\w.\-/]*[A-Za-z0-9]")
 _URL_RE = re.compile(r"\S+://\S+|\S+@\S+")
@@ -60,18 +56,10 @@ def names_absent(*, collection_id: int, names: list[str]) -> list[str]:
     return absent
 
 
-# Whether a collection holds a word changes only when its index does, and every
-# change of the index bumps the collection's index_version (the retrieval cache's
-# key relies on the same): so the answers are kept per process, for the latest
-# version of each collection seen, and most questions' words cost no query.
+# Whether a collection holds a word changes only with its index: the answers are
+# kept per process (index_memo.py), and most questions' words cost no query.
 WORDS_KEPT_PER_COLLECTION = 20_000
-_words_lock = threading.Lock()
-_words_held: dict[int, tuple[Hashable, dict[str, bool]]] = {}
-
-
-def index_key(collection: Collection) -> Hashable:
-    """What names ``collection``'s index as it is now (a new key after any change of it)."""
-    return (collection.created_at, collection.index_version)
+_words_held: IndexMemo[bool] = IndexMemo(limit=WORDS_KEPT_PER_COLLECTION)
 
 
 def words_absent(
@@ -86,22 +74,14 @@ def words_absent(
         return []
     absent: dict[str, bool] = {}
     if index is not None:
-        with _words_lock:
-            held_for, held = _words_held.get(collection_id, (None, {}))
-            if held_for == index:
-                absent = {w: held[w] for w in words if w in held}
+        absent = _words_held.get(collection_id=collection_id, index=index, keys=words)
     asked = [w for w in dict.fromkeys(words) if w not in absent]
     if asked:
         found = set(_words_absent_read(collection_id=collection_id, words=asked))
         fresh = {w: w in found for w in asked}
         absent.update(fresh)
         if index is not None:
-            with _words_lock:
-                held_for, held = _words_held.get(collection_id, (None, {}))
-                if held_for != index or len(held) + len(fresh) > WORDS_KEPT_PER_COLLECTION:
-                    held = {}
-                    _words_held[collection_id] = (index, held)
-                held.update(fresh)
+            _words_held.put(collection_id=collection_id, index=index, values=fresh)
     return [w for w in words if absent[w]]
 
 

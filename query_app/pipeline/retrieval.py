@@ -292,11 +292,12 @@ def _ranked(
         "keyword": options.retrieval.keyword_weight,
     }
     extra: dict[str, Any] = {}
-    keyword_hits = found.hits.get("keyword", [])
-    evidence = keyword_evidence(
-        [found.coverage.get(cid, 0.0) for cid, _ in keyword_hits],
-        exact=bool(keyword_hits) and keyword_hits[0][0] in found.exact,
-    )
+    if method in ("adaptive", "scores"):
+        keyword_hits = found.hits.get("keyword", [])
+        evidence = keyword_evidence(
+            [found.coverage.get(cid, 0.0) for cid, _ in keyword_hits],
+            exact=bool(keyword_hits) and keyword_hits[0][0] in found.exact,
+        )
     if method == "scores":
         share = options.retrieval.keyword_share * evidence
         weights = {"vector": 1.0 - share, "keyword": share}

@@ -69,7 +69,7 @@ def spelling_correct(
 ) -> Spelling:
     """``question`` with its misspelt words corrected (see the module docstring).
 
-    ``index``: the collection's ``names.index_key``, to keep which words it holds.
+    ``index``: the collection's ``index_memo.index_key``, to keep which words it holds.
     """
     spans = [m for m in WORD_RE.finditer(question) if _tried(m.group())]
     if not spans:

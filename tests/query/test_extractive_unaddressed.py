@@ -13,7 +13,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from query_app.pipeline.names import index_key, words_absent
+from query_app.pipeline.index_memo import index_key
+from query_app.pipeline.names import words_absent
 from query_app.pipeline.retrieval import collection_embedder
 from query_app.pipeline.unaddressed import unaddressed_words, words_to_try
 from tests.support.asking import ask, stage_details

@@ -9,8 +9,9 @@ from query_app.exceptions import ChatNotConfigured
 from query_app.pipeline.assembly import AssembledContext
 from query_app.pipeline.embed_cache import cached_encoder
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
+from query_app.pipeline.index_memo import index_key
 from query_app.pipeline.lexical import answer_sentences
-from query_app.pipeline.names import index_key, names_absent, question_names, words_absent
+from query_app.pipeline.names import names_absent, question_names, words_absent
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.output_filter import output_filter_stage
 from query_app.pipeline.retrieval import collection_embedder

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
-from query_app.pipeline.names import index_key
+from query_app.pipeline.index_memo import index_key
 from query_app.pipeline.options import QueryOptions
 from query_app.pipeline.spelling import spelling_correct
 from query_app.pipeline.stages.base import PipelineState, Stage
