@@ -34,7 +34,11 @@ from collections_app.search_index.statistics import (
     term_document_frequencies,
     term_stats_refresh,
 )
-from collections_app.search_index.vector import vector_literal, vector_search
+from collections_app.search_index.vector import (
+    document_similarities,
+    vector_literal,
+    vector_search,
+)
 
 __all__ = [
     "TEXT_SEARCH_CONFIG",
@@ -47,6 +51,7 @@ __all__ = [
     "bm25_scoring",
     "collection_term_stats_refresh",
     "cover_density_scoring",
+    "document_similarities",
     "keyword_search",
     "keyword_terms",
     "term_document_frequencies",

@@ -8,7 +8,7 @@ scanning the chunk table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import psycopg
@@ -62,3 +62,33 @@ def vector_search(
         cur.execute(EF_SEARCH_SQL, [str(ef_search)])
         cur.execute(sql, [literal, literal, k])
         return [(row[0], float(row[1])) for row in cur.fetchall()]
+
+
+def document_similarities(
+    *, collection_id: int, dimensions: int, vector: Iterable[float], chunk_ids: Sequence[str]
+) -> dict[str, float]:
+    """Cosine similarity of ``vector`` to the document of each chunk, by chunk id.
+
+    A document's vector is the mean of its passages' vectors (summary nodes left
+    out); the cosine ignores its length, so no normalising is needed. One
+    statement: the documents of the chunks asked for, then their passages.
+    """
+    if not chunk_ids:
+        return {}
+    literal = vector_literal(vector)
+    d = int(dimensions)
+    sql = (
+        "WITH asked AS (SELECT id, source_id FROM collections_app_chunk "
+        "WHERE collection_id = %s AND id = ANY(%s)), "
+        "documents AS ("
+        f"SELECT c.source_id, 1 - (AVG(c.embedding::vector({d})) <=> %s::vector({d})) AS similarity "
+        "FROM collections_app_chunk c "
+        "WHERE c.collection_id = %s AND c.kind = 'passage' "
+        f"AND vector_dims(c.embedding) = {d} "
+        "AND c.source_id IN (SELECT source_id FROM asked) GROUP BY c.source_id) "
+        "SELECT asked.id, documents.similarity FROM asked "
+        "JOIN documents ON documents.source_id = asked.source_id"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, [int(collection_id), list(chunk_ids), literal, int(collection_id)])
+        return {row[0]: float(row[1]) for row in cur.fetchall() if row[1] is not None}

@@ -82,6 +82,10 @@ class RetrievalOptions:
     # ingestion for extractive answers). 0 = off: at 0.3 full SciFact gains 0.010
     # nDCG@10 but the FAQ-shaped set loses 0.007 (docs/answering.md).
     unit_similarity: float = 0.0
+    # The vector leg's hits scored (1 - w) x their similarity + w x that of their
+    # document (the mean of its passages' vectors;
+    # query_app/pipeline/document_similarity.py). 0 = off (docs/answering.md).
+    document_similarity: float = 0.0
     # A passage's score corrected by ln(passages of its document), so that a long
     # document's many tries do not outrank a short answer by chance
     # (query_app/pipeline/document_prior.py): similarity - document_prior x ln n,

@@ -240,6 +240,7 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
     _check_range("retrieval.vector_weight", o.retrieval.vector_weight, 0.0, 100.0)
     _check_range("retrieval.keyword_weight", o.retrieval.keyword_weight, 0.0, 100.0)
     _check_range("retrieval.unit_similarity", o.retrieval.unit_similarity, 0.0, 1.0)
+    _check_range("retrieval.document_similarity", o.retrieval.document_similarity, 0.0, 1.0)
     _check_range("retrieval.keyword_share", o.retrieval.keyword_share, 0.0, 1.0)
     _check_range("retrieval.document_prior", o.retrieval.document_prior, 0.0, 1.0)
     _check_range("retrieval.keyword_document_prior", o.retrieval.keyword_document_prior, 0.0, 10.0)

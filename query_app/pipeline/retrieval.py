@@ -4,9 +4,11 @@ The legs' searches are the search index's own
 (:func:`collections_app.search_index.vector_search` over the collection's
 partial HNSW index, the keyword leg through :mod:`query_app.pipeline.keyword`).
 Each leg's scores are first corrected by the size of their documents
-(:mod:`query_app.pipeline.document_prior`); hybrid retrieval then fuses both
-legs (:mod:`query_app.pipeline.leg_fusion`: weighted Reciprocal Rank Fusion by
-default, or relative scores); every candidate keeps its rank and score in each leg.
+(:mod:`query_app.pipeline.document_prior`), and the vector leg's optionally
+mixed with their documents' (:mod:`query_app.pipeline.document_similarity`);
+hybrid retrieval then fuses both legs (:mod:`query_app.pipeline.leg_fusion`:
+weighted Reciprocal Rank Fusion by default, or relative scores); every
+candidate keeps its rank and score in each leg.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections_app.models import Chunk, Collection
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.decisive_keyword import decisive_keyword_promote
 from query_app.pipeline.document_prior import document_sizes, keyword_prior, vector_prior
+from query_app.pipeline.document_similarity import document_similarity_mix
 from query_app.pipeline.keyword import KeywordResult, keyword_search
 from query_app.pipeline.leg_fusion import (
     keyword_evidence,
@@ -243,6 +246,14 @@ def _legs_run(
                 fill=collection_embedder(collection),
             )
             found.details["vector"]["unit_similarity"] = options.retrieval.unit_similarity
+        if options.retrieval.document_similarity > 0 and found.hits["vector"]:
+            found.hits["vector"] = document_similarity_mix(
+                found.hits["vector"],
+                collection=collection,
+                vector=vector,
+                weight=options.retrieval.document_similarity,
+            )
+            found.details["vector"]["document_similarity"] = options.retrieval.document_similarity
     if "keyword" in legs:
         result = keyword or keyword_search(
             collection=collection, text=probe, k=k, options=options.retrieval

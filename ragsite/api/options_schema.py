@@ -32,6 +32,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "retrieval.vector_weight": (0.0, 100.0),
     "retrieval.keyword_weight": (0.0, 100.0),
     "retrieval.unit_similarity": (0.0, 1.0),
+    "retrieval.document_similarity": (0.0, 1.0),
     "retrieval.keyword_share": (0.0, 1.0),
     "retrieval.document_prior": (0.0, 1.0),
     "retrieval.keyword_document_prior": (0.0, 10.0),
