@@ -35,7 +35,7 @@ from collections_app.search_index.statistics import (
     term_stats_refresh,
 )
 from collections_app.search_index.vector import (
-    document_similarities,
+    document_means,
     vector_literal,
     vector_search,
 )
@@ -51,7 +51,7 @@ __all__ = [
     "bm25_scoring",
     "collection_term_stats_refresh",
     "cover_density_scoring",
-    "document_similarities",
+    "document_means",
     "keyword_search",
     "keyword_terms",
     "term_document_frequencies",

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+import numpy as np
 import psycopg
 from django.db import connection, transaction
+from pgvector import Vector
 
 from collections_app.search_index.ddl import vector_distance_sql, vector_index_predicate
 
@@ -64,31 +66,43 @@ def vector_search(
         return [(row[0], float(row[1])) for row in cur.fetchall()]
 
 
-def document_similarities(
-    *, collection_id: int, dimensions: int, vector: Iterable[float], chunk_ids: Sequence[str]
-) -> dict[str, float]:
-    """Cosine similarity of ``vector`` to the document of each chunk, by chunk id.
+def document_means(
+    *, collection_id: int, dimensions: int, chunk_ids: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """The document vector of each chunk, by chunk id: the mean of its document's
+    passages' vectors (summary nodes left out), scaled to unit length.
 
-    A document's vector is the mean of its passages' vectors (summary nodes left
-    out); the cosine ignores its length, so no normalising is needed. One
-    statement: the documents of the chunks asked for, then their passages.
+    One statement: the documents of the chunks asked for, then their passages.
+    Chunks of one document share one array.
     """
     if not chunk_ids:
         return {}
-    literal = vector_literal(vector)
     d = int(dimensions)
     sql = (
         "WITH asked AS (SELECT id, source_id FROM collections_app_chunk "
         "WHERE collection_id = %s AND id = ANY(%s)), "
         "documents AS ("
-        f"SELECT c.source_id, 1 - (AVG(c.embedding::vector({d})) <=> %s::vector({d})) AS similarity "
+        f"SELECT c.source_id, AVG(c.embedding::vector({d})) AS mean "
         "FROM collections_app_chunk c "
         "WHERE c.collection_id = %s AND c.kind = 'passage' "
         f"AND vector_dims(c.embedding) = {d} "
         "AND c.source_id IN (SELECT source_id FROM asked) GROUP BY c.source_id) "
-        "SELECT asked.id, documents.similarity FROM asked "
+        "SELECT asked.id, asked.source_id, documents.mean FROM asked "
         "JOIN documents ON documents.source_id = asked.source_id"
     )
     with connection.cursor() as cur:
-        cur.execute(sql, [int(collection_id), list(chunk_ids), literal, int(collection_id)])
-        return {row[0]: float(row[1]) for row in cur.fetchall() if row[1] is not None}
+        cur.execute(sql, [int(collection_id), list(chunk_ids), int(collection_id)])
+        rows = cur.fetchall()
+    means: dict[int, np.ndarray] = {}
+    found: dict[str, np.ndarray] = {}
+    for chunk_id, source_id, text in rows:
+        if text is None:
+            continue
+        if source_id not in means:
+            mean = np.asarray(Vector._from_db(text), dtype=np.float32)
+            norm = float(np.linalg.norm(mean))
+            if norm == 0.0:
+                continue
+            means[source_id] = mean / norm
+        found[chunk_id] = means[source_id]
+    return found

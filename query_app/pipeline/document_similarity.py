@@ -4,14 +4,16 @@ A passage is embedded alone, so what the rest of its document says is lost: an
 abstract cut into three passages ranks by whichever third best resembles the
 question, though the question may speak of the study as a whole. Each hit's
 score becomes ``(1 - weight) x`` its own similarity ``+ weight x`` that of its
-document, whose vector is the mean of its passages' vectors (computed by
-PostgreSQL for the hits' documents only, one statement a probe). A hit whose
-document has no passage vector (a summary node's document has its passages)
-keeps its own score.
+document, whose vector is the mean of its passages' vectors. A long page that
+covers many subjects has a mean near none of them, so its passages also lose
+against a short document that is about the question, as they should. A hit
+whose document has no passage vector keeps its own score.
 
-Measured with the retrieval lab (docs/answering.md): on full SciFact, documents
-of 1-4 passages, the best option set gains; it is off by default, being
-unmeasured where one document holds many subjects (a manual page).
+The documents' vectors change only with the collection's index: PostgreSQL
+averages those of the hits' documents once, and they are kept per process
+(``index_memo.py``), so most questions read none.
+
+Measured with the retrieval lab (docs/answering.md).
 """
 
 from __future__ import annotations
@@ -22,6 +24,28 @@ import numpy as np
 
 from collections_app import search_index
 from collections_app.models import Collection
+from query_app.pipeline.index_memo import IndexMemo, index_key
+
+# Chunk ids per collection whose document vector is kept (the chunks of one
+# document share one array of 4 x dimensions bytes).
+MEANS_KEPT_PER_COLLECTION = 50_000
+_means_held: IndexMemo[np.ndarray] = IndexMemo(limit=MEANS_KEPT_PER_COLLECTION)
+
+
+def document_vectors(
+    *, collection: Collection, chunk_ids: Sequence[str], dimensions: int
+) -> dict[str, np.ndarray]:
+    """The unit-length mean vector of each chunk's document, by chunk id (those that have one)."""
+    index = (index_key(collection), int(dimensions))
+    held = _means_held.get(collection_id=int(collection.pk), index=index, keys=chunk_ids)
+    missing = [cid for cid in chunk_ids if cid not in held]
+    if missing:
+        fresh = search_index.document_means(
+            collection_id=int(collection.pk), dimensions=dimensions, chunk_ids=missing
+        )
+        held.update(fresh)
+        _means_held.put(collection_id=int(collection.pk), index=index, values=fresh)
+    return held
 
 
 def document_similarity_mix(
@@ -32,14 +56,18 @@ def document_similarity_mix(
     weight: float,
 ) -> list[tuple[str, float]]:
     """``hits`` (chunk id, similarity) with the mixed score, best first; ties keep their order."""
-    documents = search_index.document_similarities(
-        collection_id=int(collection.pk),
-        dimensions=int(collection.embedding_dimensions or len(vector)),
-        vector=vector,
+    means = document_vectors(
+        collection=collection,
         chunk_ids=[cid for cid, _ in hits],
+        dimensions=int(collection.embedding_dimensions or len(vector)),
     )
+    probe = np.asarray(vector, dtype=np.float32)
+    probe = probe / (float(np.linalg.norm(probe)) or 1.0)
     mixed = [
-        (cid, (1.0 - weight) * score + weight * documents[cid] if cid in documents else score)
+        (
+            cid,
+            (1.0 - weight) * score + weight * float(means[cid] @ probe) if cid in means else score,
+        )
         for cid, score in hits
     ]
     return sorted(mixed, key=lambda hit: -hit[1])

@@ -4,8 +4,8 @@ The legs' searches are the search index's own
 (:func:`collections_app.search_index.vector_search` over the collection's
 partial HNSW index, the keyword leg through :mod:`query_app.pipeline.keyword`).
 Each leg's scores are first corrected by the size of their documents
-(:mod:`query_app.pipeline.document_prior`), and the vector leg's optionally
-mixed with their documents' (:mod:`query_app.pipeline.document_similarity`);
+(:mod:`query_app.pipeline.document_prior`), and the vector leg's mixed with
+their documents' (:mod:`query_app.pipeline.document_similarity`);
 hybrid retrieval then fuses both legs (:mod:`query_app.pipeline.leg_fusion`:
 weighted Reciprocal Rank Fusion by default, or relative scores); every
 candidate keeps its rank and score in each leg.

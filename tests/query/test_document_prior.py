@@ -62,7 +62,10 @@ def test_a_short_answer_a_hair_behind_a_long_pages_passage_comes_first(db):
 
     def ranked(prior: float) -> tuple[list[str], dict]:
         _, options = options_resolve(
-            overrides={"retrieval": {"mode": "vector", "document_prior": prior}}, top_n=3
+            overrides={
+                "retrieval": {"mode": "vector", "document_prior": prior, "document_similarity": 0}
+            },
+            top_n=3,
         )
         result = retrieve_probe(
             collection=collection, probe="", probe_index=0, vector=vector, options=options

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 
-from collections_app.models import Chunk
+from collections_app.models import Chunk, Collection
 from query_app.exceptions import InvalidOption
+from query_app.pipeline.document_similarity import document_vectors
 from query_app.pipeline.profiles import options_resolve
 from query_app.pipeline.retrieval import collection_embedder, retrieve_probe
 from tests.support.factories import Doc, indexed_collection
@@ -106,3 +110,29 @@ def test_a_passage_whose_document_speaks_of_the_question_passes_a_lone_one(corpu
 def test_a_weight_outside_zero_to_one_is_refused(value):
     with pytest.raises(InvalidOption, match=r"retrieval\.document_similarity"):
         options_resolve(overrides={"retrieval": {"document_similarity": value}})
+
+
+def test_document_vectors_are_kept_until_the_collections_index_changes(corpus):
+    ids = list(corpus.chunks.values_list("id", flat=True))
+    with CaptureQueriesContext(connection) as first:
+        means = document_vectors(collection=corpus, chunk_ids=ids, dimensions=384)
+    with CaptureQueriesContext(connection) as again:
+        assert document_vectors(collection=corpus, chunk_ids=ids, dimensions=384).keys() == set(ids)
+    assert len(first) == 1
+    assert len(again) == 0
+    study = list(
+        corpus.chunks.filter(source__location="/study.md")
+        .order_by("ordinal")
+        .values_list("id", flat=True)
+    )
+    # The chunks of one document share its vector, of unit length.
+    assert means[study[0]] is means[study[1]]
+    assert float(np.linalg.norm(means[study[0]])) == pytest.approx(1.0, abs=1e-6)
+    # The study loses its conclusion: the index changes, the mean is read again.
+    Chunk.objects.filter(source__location="/study.md", ordinal=2).delete()
+    Collection.objects.filter(pk=corpus.pk).update(index_version=F("index_version") + 1)
+    corpus.refresh_from_db()
+    with CaptureQueriesContext(connection) as fresh:
+        changed = document_vectors(collection=corpus, chunk_ids=study[:2], dimensions=384)
+    assert len(fresh) == 1
+    assert not np.allclose(changed[study[0]], means[study[0]])
