@@ -33,14 +33,12 @@ _sizes_held: IndexMemo[int] = IndexMemo(limit=SIZES_KEPT_PER_COLLECTION)
 
 def document_sizes(*, collection: Collection, chunk_ids: Sequence[str]) -> dict[str, int]:
     """How many passages the document of each chunk has (at least 1), by chunk id."""
-    index = index_key(collection)
-    sizes = _sizes_held.get(collection_id=int(collection.pk), index=index, keys=chunk_ids)
-    missing = [cid for cid in chunk_ids if cid not in sizes]
-    if missing:
-        fresh = chunk_document_sizes(chunk_ids=missing)
-        sizes.update(fresh)
-        _sizes_held.put(collection_id=int(collection.pk), index=index, values=fresh)
-    return sizes
+    return _sizes_held.read_through(
+        collection_id=int(collection.pk),
+        index=index_key(collection),
+        keys=chunk_ids,
+        read=lambda missing: chunk_document_sizes(chunk_ids=missing),
+    )
 
 
 def vector_prior(

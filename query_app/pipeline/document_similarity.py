@@ -25,6 +25,7 @@ import numpy as np
 from collections_app import search_index
 from collections_app.models import Collection
 from query_app.pipeline.index_memo import IndexMemo, index_key
+from query_app.pipeline.unit_similarity import similarity_mix
 
 # Chunk ids per collection whose document vector is kept (the chunks of one
 # document share one array of 4 x dimensions bytes).
@@ -36,16 +37,14 @@ def document_vectors(
     *, collection: Collection, chunk_ids: Sequence[str], dimensions: int
 ) -> dict[str, np.ndarray]:
     """The unit-length mean vector of each chunk's document, by chunk id (those that have one)."""
-    index = (index_key(collection), int(dimensions))
-    held = _means_held.get(collection_id=int(collection.pk), index=index, keys=chunk_ids)
-    missing = [cid for cid in chunk_ids if cid not in held]
-    if missing:
-        fresh = search_index.document_means(
+    return _means_held.read_through(
+        collection_id=int(collection.pk),
+        index=(index_key(collection), int(dimensions)),
+        keys=chunk_ids,
+        read=lambda missing: search_index.document_means(
             collection_id=int(collection.pk), dimensions=dimensions, chunk_ids=missing
-        )
-        held.update(fresh)
-        _means_held.put(collection_id=int(collection.pk), index=index, values=fresh)
-    return held
+        ),
+    )
 
 
 def document_similarity_mix(
@@ -63,11 +62,5 @@ def document_similarity_mix(
     )
     probe = np.asarray(vector, dtype=np.float32)
     probe = probe / (float(np.linalg.norm(probe)) or 1.0)
-    mixed = [
-        (
-            cid,
-            (1.0 - weight) * score + weight * float(means[cid] @ probe) if cid in means else score,
-        )
-        for cid, score in hits
-    ]
-    return sorted(mixed, key=lambda hit: -hit[1])
+    documents = {cid: float(mean @ probe) for cid, mean in means.items()}
+    return similarity_mix(hits, documents, weight=weight)

@@ -10,7 +10,7 @@ each collection seen, so most questions read none of them again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -52,3 +52,20 @@ class IndexMemo(Generic[V]):
                 held = {}
                 self._held[collection_id] = (index, held)
             held.update(values)
+
+    def read_through(
+        self,
+        *,
+        collection_id: int,
+        index: Hashable,
+        keys: Sequence[str],
+        read: Callable[[list[str]], Mapping[str, V]],
+    ) -> dict[str, V]:
+        """The values for ``keys``: those held, and ``read(missing)`` for the rest, kept."""
+        values = self.get(collection_id=collection_id, index=index, keys=keys)
+        missing = [key for key in dict.fromkeys(keys) if key not in values]
+        if missing:
+            fresh = read(missing)
+            values.update(fresh)
+            self.put(collection_id=collection_id, index=index, values=fresh)
+        return values

@@ -72,17 +72,22 @@ def words_absent(
     """
     if not words:
         return []
-    absent: dict[str, bool] = {}
-    if index is not None:
-        absent = _words_held.get(collection_id=collection_id, index=index, keys=words)
-    asked = [w for w in dict.fromkeys(words) if w not in absent]
-    if asked:
-        found = set(_words_absent_read(collection_id=collection_id, words=asked))
-        fresh = {w: w in found for w in asked}
-        absent.update(fresh)
-        if index is not None:
-            _words_held.put(collection_id=collection_id, index=index, values=fresh)
+    if index is None:
+        absent = _words_absent_fresh(collection_id=collection_id, words=list(dict.fromkeys(words)))
+    else:
+        absent = _words_held.read_through(
+            collection_id=collection_id,
+            index=index,
+            keys=words,
+            read=lambda asked: _words_absent_fresh(collection_id=collection_id, words=asked),
+        )
     return [w for w in words if absent[w]]
+
+
+def _words_absent_fresh(*, collection_id: int, words: list[str]) -> dict[str, bool]:
+    """Whether each of ``words`` is absent from the collection, read now."""
+    found = set(_words_absent_read(collection_id=collection_id, words=words))
+    return {w: w in found for w in words}
 
 
 def _words_absent_read(*, collection_id: int, words: Sequence[str]) -> list[str]:

@@ -10,6 +10,8 @@ own similarity.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from collections_app.embedding import Embedder
@@ -23,8 +25,16 @@ def nearest_unit_reorder(
     units = unit_vectors_by_chunk(chunk_ids=[cid for cid, _ in hits], fill=fill)
     # The embedders' vectors are unit length: a dot product is the cosine.
     best = {cid: float(np.max(vectors @ vector)) for cid, (_, vectors) in units.items()}
+    return similarity_mix(hits, best, weight=weight)
+
+
+def similarity_mix(
+    hits: Sequence[tuple[str, float]], other: Mapping[str, float], *, weight: float
+) -> list[tuple[str, float]]:
+    """``hits`` scored ``(1 - weight) x`` their own ``+ weight x`` their ``other`` similarity
+    (a hit without one keeps its own), best first; ties keep their order."""
     mixed = [
-        (cid, (1.0 - weight) * score + weight * best[cid] if cid in best else score)
+        (cid, (1.0 - weight) * score + weight * other[cid] if cid in other else score)
         for cid, score in hits
     ]
     return sorted(mixed, key=lambda hit: -hit[1])
