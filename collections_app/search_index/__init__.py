@@ -3,9 +3,10 @@
 Everything that knows how chunks are indexed and searched in Postgres: the
 per-collection HNSW indexes (:mod:`.ddl`), the term statistics BM25 reads
 (:mod:`.statistics`), the text-search configuration and the keyword search
-over the GIN tsvector index (:mod:`.keyword`), and the vector search over the
-HNSW index (:mod:`.vector`). The functions take plain values (ids, sizes,
-vectors, lexemes, limits), never model instances or query options, so the
+over the GIN tsvector index (:mod:`.keyword`), the vector search over the
+HNSW index (:mod:`.vector`), and the passages a search found, read by id
+(:mod:`.passages`). The functions take plain values (ids, sizes, vectors,
+lexemes, limits), never model instances or query options, so the
 answering pipeline and the benchmarks call them the same way.
 """
 
@@ -28,6 +29,7 @@ from collections_app.search_index.keyword import (
     keyword_search,
     keyword_terms,
 )
+from collections_app.search_index.passages import PassageRow, passages_read
 from collections_app.search_index.statistics import (
     TermStats,
     collection_term_stats_refresh,
@@ -47,6 +49,7 @@ __all__ = [
     "KeywordScoring",
     "KeywordSearch",
     "KeywordTerms",
+    "PassageRow",
     "TermStats",
     "bm25_scoring",
     "collection_term_stats_refresh",
@@ -54,6 +57,7 @@ __all__ = [
     "document_means",
     "keyword_search",
     "keyword_terms",
+    "passages_read",
     "term_document_frequencies",
     "term_stats_refresh",
     "vector_distance_sql",

@@ -27,10 +27,8 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import F
-
 from collections_app.ingestion.validators.normalise import detection_view
-from collections_app.models import QuarantineItem
+from collections_app.selectors import indexed_content_signals
 from query_app.pipeline.assembly import AssembledContext, Passage
 from query_app.pipeline.generation import GenerationResult
 from query_app.pipeline.lexical import STOPWORDS, markers_in
@@ -237,9 +235,7 @@ def flagged_spans(passages: Sequence[Passage]) -> list[str]:
         by_source.setdefault(passage.candidate.source_id, []).append(passage)
     if not by_source:
         return []
-    items = QuarantineItem.objects.filter(
-        source_id__in=list(by_source), content_hash=F("source__content_hash")
-    ).values_list("source_id", "signals")
+    items = indexed_content_signals(list(by_source))
     spans: list[str] = []
     for source_id, signals in items:
         for signal in signals or []:

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db.models.expressions import RawSQL
 
 from collections_app import search_index
 from collections_app.embedding import Embedder, get_embedder
-from collections_app.models import Chunk, Collection
+from collections_app.models import Collection
+from collections_app.search_index.passages import PassageRow
 from query_app.exceptions import EmbeddingProfileMismatch, UnknownRetrievalMode
 from query_app.pipeline.decisive_keyword import decisive_keyword_promote
 from query_app.pipeline.document_prior import document_sizes, keyword_prior, vector_prior
@@ -179,7 +179,7 @@ def retrieve_probe(
     return ProbeResult(candidates=candidates, details=found.details, warnings=found.warnings)
 
 
-def _per_document(order: list[str], rows: Mapping[str, Chunk], *, limit: int) -> list[str]:
+def _per_document(order: list[str], rows: Mapping[str, PassageRow], *, limit: int) -> list[str]:
     """``order`` with at most ``limit`` chunks of each source (the best ones) ahead of
     any further chunk of a source, which follow in their order.
 
@@ -359,7 +359,7 @@ def _ranked(
 
 
 def _candidate(
-    row: Chunk,
+    row: PassageRow,
     *,
     chunk_id: str,
     probe_index: int,
@@ -369,12 +369,12 @@ def _candidate(
     found: _LegHits,
     with_embeddings: bool,
 ) -> Candidate:
-    similarity = getattr(row, "similarity", None)
+    similarity = row.similarity
     return Candidate(
         chunk_id=chunk_id,
         source_id=row.source_id,
-        source_location=row.source.location,
-        source_title=row.source.title,
+        source_location=row.source_location,
+        source_title=row.source_title,
         text=row.text,
         char_start=row.char_start,
         char_end=row.char_end,
@@ -387,57 +387,14 @@ def _candidate(
         keyword_coverage=found.coverage.get(chunk_id),
         exact_match=chunk_id in found.exact,
         probe_ranks={probe_index: rank},
-        embedding=_embedding(row) if with_embeddings else None,
+        embedding=row.embedding if with_embeddings else None,
     )
 
 
 def _hydrate(
     *, collection: Collection, ids: list[str], vector: np.ndarray | None, with_embeddings: bool
-) -> dict[str, Chunk]:
-    if not ids:
-        return {}
-    fields = [
-        "id",
-        "text",
-        "char_start",
-        "char_end",
-        "page",
-        "section_path",
-        "ordinal",
-        "source_id",
-        "source__location",
-        "source__title",
-        "kind",
-        "members",
-        "metadata",
-    ]
-    if with_embeddings:
-        fields.append("embedding")
-    # By primary key alone, without the model's ordering: Postgres then always
-    # reads the few rows through the key. With ``collection_id`` in the WHERE, a
-    # collection created since the table was last analysed looked empty to the
-    # planner, which then walked that whole collection (0.3 s at 100k chunks).
-    qs = Chunk.objects.filter(pk__in=ids).select_related("source").order_by()
-    qs = qs.only(*fields, "collection_id")
-    if vector is not None:
-        dims = len(vector)
-        # Similarity to the probe for every candidate, keyword-only hits included,
-        # so the relevance floor can judge them all on one scale.
-        qs = qs.annotate(
-            # A chunk embedded at another size (mid-reindex) has no comparable cosine.
-            similarity=RawSQL(
-                "CASE WHEN vector_dims(collections_app_chunk.embedding) = %s THEN "
-                f"1 - ((collections_app_chunk.embedding::vector({dims})) <=> %s::vector({dims})) "
-                "END",
-                [dims, search_index.vector_literal(vector)],
-            )
-        )
-    # The ids came from this collection's own search; the check keeps it so.
-    return {row.pk: row for row in qs if row.collection_id == collection.pk}
-
-
-def _embedding(row: Chunk) -> np.ndarray | None:
-    value = row.embedding
-    if value is None:
-        return None
-    return np.asarray(value, dtype=np.float32)
+) -> dict[str, PassageRow]:
+    # The ids came from this collection's own search; the read keeps it so.
+    return search_index.passages_read(
+        collection_id=collection.pk, ids=ids, vector=vector, with_embeddings=with_embeddings
+    )

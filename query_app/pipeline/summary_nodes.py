@@ -14,14 +14,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from collections_app.models import Chunk
+from collections_app.search_index.passages import PassageRow
 
-Hydrate = Callable[[list[str]], Mapping[str, Chunk]]
+Hydrate = Callable[[list[str]], Mapping[str, PassageRow]]
 
 
 def summaries_expand(
     order: list[str],
     scores: Mapping[str, float],
-    rows: dict[str, Chunk],
+    rows: dict[str, PassageRow],
     *,
     hydrate: Hydrate,
     per_summary: int,
@@ -69,11 +70,11 @@ def summaries_expand(
     return expanded, {cid: new_scores[cid] for cid in expanded}, details
 
 
-def _is_summary(row: Chunk | None) -> bool:
+def _is_summary(row: PassageRow | None) -> bool:
     return row is not None and row.kind == Chunk.Kind.SUMMARY
 
 
-def _similarity(row: Chunk) -> float:
-    value = getattr(row, "similarity", None)
+def _similarity(row: PassageRow) -> float:
+    value = row.similarity
     # Without a probe vector (keyword-only), members keep document order.
     return float(value) if value is not None else 0.0

@@ -266,3 +266,38 @@ def test_citations_never_show_the_servers_absolute_path(api, collection, tmp_pat
     assert QueryRun.objects.get(pk=inside["id"]).citations[0]["source"] == str(
         folder / "install.md"
     )
+
+
+def test_an_unknown_token_or_a_deactivated_user_is_refused(api, user, collection):
+    from rest_framework.authtoken.models import Token
+
+    assert api.get("/api/collections").status_code == 200
+    forged = APIClient()
+    forged.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
+    refused = forged.get("/api/collections")
+    assert refused.status_code == 401
+    assert refused.json()["detail"] == "Invalid token."
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+    inactive = api.get("/api/collections")
+    assert inactive.status_code == 401
+    assert inactive.json()["detail"] == "User inactive or deleted."
+    # The token itself is untouched: only its user was turned away.
+    assert Token.objects.filter(user=user).count() == 1
+
+
+def test_a_request_knows_its_user_and_token_as_stored(user, collection, rf):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.request import Request
+
+    from ragsite.api.authentication import ExpiringTokenAuthentication
+
+    stored = Token.objects.create(user=user)
+    request = Request(rf.get("/api/collections", HTTP_AUTHORIZATION=f"Token {stored.key}"))
+    found_user, token = ExpiringTokenAuthentication().authenticate(request)
+    assert found_user.pk == user.pk and found_user.username == user.username
+    assert token.key == stored.key and token.user_id == user.pk
+    assert token.created == stored.created
+    # It is the stored row: revoking it through the request's token deletes it.
+    token.delete()
+    assert not Token.objects.filter(key=stored.key).exists()
