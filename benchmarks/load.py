@@ -28,7 +28,9 @@ Each user has their own token. The per-user API throttles are raised for the
 run (RAG_THROTTLE_QUERY / RAG_THROTTLE_UPLOAD), so what is measured is the site,
 not the throttle. Prints per kind: requests, requests per second, errors
 (anything but 2xx, or no answer), p50 / p95 / max latency; for uploads also the
-time from upload to job end. At the end it checks that every answer the askers
+time from upload to job end; for a scenario of askers alone, the web workers' and
+PostgreSQL's CPU-ms an answer (these too grow when a shared machine is slowed:
+compare runs made one after the other). At the end it checks that every answer the askers
 got is stored (one QueryRun each). ``--profile FILE`` samples the web workers
 with py-spy during the first scenario and prints where their CPU went.
 
@@ -163,6 +165,13 @@ def _scenarios(  # type: ignore[no-untyped-def]
         )
         answered += len(asked.latencies) - len(asked.errors)
         tally_print("  ask", asked, args)
+        if asked.latencies and not n_up:
+            # What an answer costs in CPU, beside how many came per second.
+            per = 1000.0 / len(asked.latencies)
+            print(
+                f"  CPU-ms an answer: web {cpu['web'] * per:.1f}, "
+                f"PostgreSQL {cpu['postgres'] * per:.1f}"
+            )
         if n_up:
             tally_print("  upload", uploaded, args)
         if uploaded.extra:
