@@ -77,7 +77,14 @@ def stem(word: str) -> str:
 
 def content_terms(text: str) -> list[str]:
     """Stems of the non-stopword words of ``text``, in order (duplicates kept)."""
-    return [stem(w) for w in words(text) if w.lower() not in STOPWORDS and len(w) > 1]
+    return list(_content_terms(text))
+
+
+# The extractive answer weighs the same passages' sentences question after question:
+# their terms are kept, per process (2 % of the web workers' CPU under load otherwise).
+@lru_cache(maxsize=8192)
+def _content_terms(text: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in words(text) if w.lower() not in STOPWORDS and len(w) > 1)
 
 
 def content_words(text: str) -> list[str]:

@@ -160,3 +160,16 @@ def test_a_failing_batch_fails_each_of_its_callers_and_the_next_batch_runs():
 
     assert vectors.shape == (1, 384)
     assert calls == [["first"], ["second"]]
+
+
+def test_a_sentences_terms_are_kept_and_each_caller_gets_its_own_list():
+    from query_app.pipeline.lexical import _content_terms, content_terms
+
+    text = "Refunds are paid within fourteen days of the returned parcel's arrival."
+    first = content_terms(text)
+    assert first == ["refund", "paid", "within", "fourteen", "day", "return", "parcel", "arriv"]
+    held = _content_terms.cache_info().hits
+    first.append("changed by the caller")
+    again = content_terms(text)
+    assert _content_terms.cache_info().hits == held + 1
+    assert again == first[:-1]
