@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +32,7 @@ from collections_app.models import (
     QuarantineItem,
     Source,
 )
+from collections_app.search_index.columns import jsonb_value
 
 ROLE_RANK: dict[str, int] = {
     CollectionMembership.Role.READ: 1,
@@ -133,10 +133,7 @@ def indexed_content_signals(source_ids: Sequence[int]) -> list[tuple[int, list[d
             [list(source_ids)],
         )
         rows = cur.fetchall()
-    return [
-        (source_id, json.loads(signals) if isinstance(signals, str) else signals or [])
-        for source_id, signals in rows
-    ]
+    return [(source_id, jsonb_value(signals) or []) for source_id, signals in rows]
 
 
 def user_role(user: User | AnonymousUser, collection: Collection) -> str | None:

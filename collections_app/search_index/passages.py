@@ -9,15 +9,14 @@ Django's query building and model construction cost more than the read itself
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.db import connection
-from pgvector import Vector
 
+from collections_app.search_index.columns import jsonb_value, vector_value
 from collections_app.search_index.vector import vector_literal
 
 _COLUMNS = (
@@ -104,23 +103,12 @@ def passages_read(
             char_start=row[6],
             char_end=row[7],
             page=row[8],
-            section_path=list(_json(row[9]) or []),
+            section_path=list(jsonb_value(row[9]) or []),
             ordinal=row[10],
             kind=row[11],
-            members=list(_json(row[12]) or []),
-            metadata=dict(_json(row[13]) or {}),
+            members=list(jsonb_value(row[12]) or []),
+            metadata=dict(jsonb_value(row[13]) or {}),
             similarity=float(similarity) if similarity is not None else None,
-            embedding=_vector(embedding) if embedding is not None else None,
+            embedding=vector_value(embedding) if embedding is not None else None,
         )
     return found
-
-
-def _json(value: Any) -> Any:
-    """A jsonb column as the cursor gave it: parsed already, or its text."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
-
-
-def _vector(value: Any) -> np.ndarray:
-    if isinstance(value, str):
-        value = Vector._from_db(value)
-    return np.asarray(value, dtype=np.float32)

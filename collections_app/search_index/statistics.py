@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 
+from collections_app.search_index.columns import jsonb_value
+
 if TYPE_CHECKING:
     from collections_app.models import Collection
 
@@ -96,8 +98,7 @@ def term_stats_refresh(*, collection_id: int, covering: int | None = None) -> di
 
 
 def _stored(value: Any) -> dict[str, Any]:
-    if isinstance(value, str):
-        value = json.loads(value)
+    value = jsonb_value(value)
     return value if isinstance(value, dict) else {}
 
 

@@ -14,8 +14,8 @@ from functools import lru_cache
 import numpy as np
 import psycopg
 from django.db import connection, transaction
-from pgvector import Vector
 
+from collections_app.search_index.columns import vector_value
 from collections_app.search_index.ddl import vector_distance_sql, vector_index_predicate
 
 EF_SEARCH_SQL = "SELECT set_config('hnsw.ef_search', %s, true)"
@@ -99,7 +99,7 @@ def document_means(
         if text is None:
             continue
         if source_id not in means:
-            mean = np.asarray(Vector._from_db(text), dtype=np.float32)
+            mean = vector_value(text)
             norm = float(np.linalg.norm(mean))
             if norm == 0.0:
                 continue
