@@ -170,7 +170,8 @@ def _scenarios(  # type: ignore[no-untyped-def]
             per = 1000.0 / len(asked.latencies)
             print(
                 f"  CPU-ms an answer: web {cpu['web'] * per:.1f}, "
-                f"PostgreSQL {cpu['postgres'] * per:.1f}"
+                f"PostgreSQL {cpu['postgres'] * per:.1f}, load generator "
+                f"{cpu['load generator'] * per:.1f}"
             )
         if n_up:
             tally_print("  upload", uploaded, args)

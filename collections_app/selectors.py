@@ -33,6 +33,7 @@ from collections_app.models import (
     Source,
 )
 from collections_app.search_index.columns import jsonb_value
+from ragsite.rows import model_columns
 
 ROLE_RANK: dict[str, int] = {
     CollectionMembership.Role.READ: 1,
@@ -101,16 +102,21 @@ def collection_and_role_for_user(
     elif user.is_authenticated:
         # Every answer and page asks this first: one plain statement, spared
         # Django's query building (a third of a CPU-ms an answer under load).
-        held = list(
-            Collection.objects.raw(_MEMBER_COLLECTION_SQL, [user.pk, slug, roles_at_least(role)])
-        )
-        if held:
-            return held[0], str(held[0].member_role)  # type: ignore[attr-defined]
+        columns = model_columns(Collection, "c")
+        with connection.cursor() as cur:
+            cur.execute(
+                _MEMBER_COLLECTION_SQL.format(columns=columns.select),
+                [user.pk, slug, roles_at_least(role)],
+            )
+            row = cur.fetchone()
+        if row is not None:
+            return columns.instance(row), str(row[columns.count])  # type: ignore[return-value]
     raise CollectionNotFound(f"no collection {slug!r}")
 
 
 _MEMBER_COLLECTION_SQL = (
-    f"SELECT c.*, m.role AS member_role FROM {Collection._meta.db_table} c "
+    "SELECT {columns}, m.role"
+    f" FROM {Collection._meta.db_table} c "
     f"JOIN {CollectionMembership._meta.db_table} m ON m.collection_id = c.id "
     "WHERE m.user_id = %s AND c.slug = %s AND m.role = ANY(%s) LIMIT 1"
 )
