@@ -15,7 +15,10 @@ figures are printed too). Then, for each of ``--scenarios``
 (``ASKERS+UPLOADERS``, e.g. ``20+0,10+5``), for ``--seconds``:
 
 - the askers each ask question after question (``POST
-  /api/collections/load/query``, the default ``fast`` profile, extractive).
+  /api/collections/load/query``, the default ``fast`` profile, extractive), each
+  on one kept-alive connection of the standard library's ``http.client``: the load
+  generator shares the machine's cores with the site, and httpx cost it about six
+  times the CPU a request.
   With ``--questions novel`` (the default) every question asked is new to the
   site: a corpus question with a numbered lead-in ("Question 1234: ..."), so the
   retrieval and question-vector caches miss while the passages' sentence
@@ -28,8 +31,8 @@ Each user has their own token. The per-user API throttles are raised for the
 run (RAG_THROTTLE_QUERY / RAG_THROTTLE_UPLOAD), so what is measured is the site,
 not the throttle. Prints per kind: requests, requests per second, errors
 (anything but 2xx, or no answer), p50 / p95 / max latency; for uploads also the
-time from upload to job end; for a scenario of askers alone, the web workers' and
-PostgreSQL's CPU-ms an answer (these too grow when a shared machine is slowed:
+time from upload to job end; for a scenario of askers alone, the web workers', PostgreSQL's
+and the load generator's CPU-ms an answer (these too grow when a shared machine is slowed:
 compare runs made one after the other). At the end it checks that every answer the askers
 got is stored (one QueryRun each). ``--profile FILE`` samples the web workers
 with py-spy during the first scenario and prints where their CPU went.
