@@ -81,11 +81,19 @@ def _rows_copy(model: type[Model], objects: list[Any]) -> None:
     ``bulk_create``.
     """
     fields = model._meta.concrete_fields
+    values = [[f.pre_save(obj, True) for f in fields] for obj in objects]
+    if any(hasattr(v, "resolve_expression") for row in values for v in row):
+        # An expression (a database default, a function) is the server's to
+        # compute: COPY takes values only.
+        model._default_manager.bulk_create(objects)
+        return
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     statement = f"COPY {model._meta.db_table} ({columns}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for obj in objects:
-            copy.write_row([f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields])
+        for row in values:
+            copy.write_row(
+                [f.get_db_prep_save(v, connection) for f, v in zip(fields, row, strict=True)]
+            )
     for obj in objects:
         obj._state.adding = False
         obj._state.db = connection.alias

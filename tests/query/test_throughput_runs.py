@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.db.models import Value
+from django.db.models.functions import Concat
 
 from query_app.models import Conversation, QueryRun
 from query_app.run_writer import RunWriter, run_store, run_writer
@@ -117,14 +119,19 @@ def test_every_field_of_a_run_written_later_is_stored_as_given(shared_kb, reader
     runs[1].groundedness = None
     runs[1].error = "line one\nline two\ttab \\N"  # COPY's own escapes, as text
     runs[2].user = None  # an anonymous run: no conversation
+    expressed = _unsaved_run(reader, QUESTIONS[0])
+    expressed.error = Concat(Value("computed "), Value("by the server"))  # not COPY's to take
     writer = RunWriter(autostart=False)
     for run in runs:
         run_store(run, conversation=None, later=True, writer=writer)
     writer.start()
     assert writer.flush(timeout=60)
+    run_store(expressed, conversation=None, later=True, writer=writer)
+    assert writer.flush(timeout=60)
     writer.stop()
 
-    assert writer.written == 3
+    assert writer.written == 4
+    assert QueryRun.objects.get(pk=expressed.pk).error == "computed by the server"
     for run in runs:
         stored = QueryRun.objects.get(pk=run.pk)
         for field in QueryRun._meta.concrete_fields:
