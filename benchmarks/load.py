@@ -78,6 +78,13 @@ def main() -> None:
     parser.add_argument("--questions", choices=["novel", "repeat"], default="novel")
     parser.add_argument("--profile", type=Path, help="py-spy the web workers (first scenario)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument(
+        "--start-at",
+        type=float,
+        help="begin the first scenario at this Unix time (after the warm-up): two runs "
+        "started with the same time, e.g. of two checkouts, are measured over the same "
+        "seconds of a shared machine",
+    )
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
     scenarios = [tuple(int(n) for n in s.split("+")) for s in args.scenarios.split(",")]
@@ -138,6 +145,13 @@ def _scenarios(  # type: ignore[no-untyped-def]
     askers = max(a for a, _ in scenarios)
     answered = warm_up(base, tokens, askers, corpus_questions)
     questions = Novel(corpus_questions, counter) if args.questions == "novel" else corpus_questions
+    if args.start_at and first_size:
+        wait = args.start_at - time.time()
+        if wait < 0:
+            print(f"start-at: ready {-wait:.0f} s late; this run did not start with its pair")
+        else:
+            print(f"start-at: waiting {wait:.0f} s")
+            time.sleep(wait)
     for number, (n_ask, n_up) in enumerate(scenarios):
         print(f"scenario: {n_ask} askers + {n_up} uploaders for {args.seconds:.0f} s")
         profile = args.profile and number == 0 and first_size
