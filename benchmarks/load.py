@@ -36,6 +36,10 @@ and the load generator's CPU-ms an answer (these too grow when a shared machine 
 compare runs made one after the other). At the end it checks that every answer the askers
 got is stored (one QueryRun each). ``--profile FILE`` samples the web workers
 with py-spy during the first scenario and prints where their CPU went.
+``--start-at UNIXTIME`` holds the scenarios until that moment: two runs given
+the same time (one per checkout, each with its own site) share the machine's
+same seconds, so the web workers' CPU-ms an answer of the two compare even
+while the machine's speed swings.
 
 Measured on a 2-core machine without GPU, shared with other work: see README
 ("Benchmarks"). ``--profile`` needs py-spy (requirements-dev.txt).
