@@ -17,8 +17,8 @@ figures are printed too). Then, for each of ``--scenarios``
 - the askers each ask question after question (``POST
   /api/collections/load/query``, the default ``fast`` profile, extractive), each
   on one kept-alive connection of the standard library's ``http.client``: the load
-  generator shares the machine's cores with the site, and httpx cost it about six
-  times the CPU a request.
+  generator shares the machine's cores with the site, and httpx cost it two to
+  three times the CPU a request.
   With ``--questions novel`` (the default) every question asked is new to the
   site: a corpus question with a numbered lead-in ("Question 1234: ..."), so the
   retrieval and question-vector caches miss while the passages' sentence

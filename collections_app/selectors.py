@@ -110,7 +110,7 @@ def collection_and_role_for_user(
             )
             row = cur.fetchone()
         if row is not None:
-            return columns.instance(row), str(row[columns.count])  # type: ignore[return-value]
+            return columns.instance(row), str(row[columns.count])
     raise CollectionNotFound(f"no collection {slug!r}")
 
 

@@ -5,9 +5,10 @@ per-collection HNSW indexes (:mod:`.ddl`), the term statistics BM25 reads
 (:mod:`.statistics`), the text-search configuration and the keyword search
 over the GIN tsvector index (:mod:`.keyword`), the vector search over the
 HNSW index (:mod:`.vector`), and the passages a search found, read by id
-(:mod:`.passages`); :mod:`.columns` reads their jsonb and vector values. The functions take plain values (ids, sizes, vectors,
-lexemes, limits), never model instances or query options, so the
-answering pipeline and the benchmarks call them the same way.
+(:mod:`.passages`); :mod:`.columns` reads their jsonb and vector values.
+The functions take plain values (ids, sizes, vectors, lexemes, limits), never
+model instances or query options, so the answering pipeline and the
+benchmarks call them the same way.
 """
 
 from collections_app.search_index.ddl import (

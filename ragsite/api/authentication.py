@@ -48,7 +48,7 @@ class ExpiringTokenAuthentication(TokenAuthentication):
         if row is None:
             raise AuthenticationFailed(_("Invalid token."))
         user = columns.instance(row)
-        if not user.is_active:  # type: ignore[attr-defined]
+        if not user.is_active:
             raise AuthenticationFailed(_("User inactive or deleted."))
         token = Token(key=key, user=user, created=row[columns.count])
         token._state.adding = False  # the stored row, not a new one
