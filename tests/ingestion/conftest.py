@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from collections_app.embedding import get_embedder
 from tests.support.documents import INSTALL
 
 FAQ_HTML = """<html><body><nav>menu</nav><main><h1>FAQ</h1>
@@ -19,3 +20,9 @@ def corpus(tmp_path):
     (root / "faq.html").write_text(FAQ_HTML)
     (root / "prices.csv").write_text(PRICES)
     return root
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    """The default embedding model and its tokenizer (the chunking tests)."""
+    return get_embedder()

@@ -1,0 +1,34 @@
+"""Typed readers of environment variables, through which the settings take deploy-time values.
+
+``env_bool``, ``env_int`` and ``env_float`` read an empty variable as unset (the
+default); ``env_str`` returns an empty one as it is; ``env_list`` splits on commas.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
