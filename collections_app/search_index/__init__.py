@@ -29,6 +29,7 @@ from collections_app.search_index.keyword import (
     cover_density_scoring,
     keyword_search,
     keyword_terms,
+    word_document_frequencies,
 )
 from collections_app.search_index.passages import PassageRow, passages_read
 from collections_app.search_index.statistics import (
@@ -68,4 +69,5 @@ __all__ = [
     "vector_index_predicate",
     "vector_literal",
     "vector_search",
+    "word_document_frequencies",
 ]

@@ -79,6 +79,27 @@ def keyword_terms(
     )
 
 
+def word_document_frequencies(
+    *, collection_id: int, words: Sequence[str], stopword_df: int
+) -> dict[str, int]:
+    """How many chunks of the collection hold each of ``words`` (as written), as of the
+    last refresh: 0 for a word it lacks, ``stopword_df`` for one the text-search
+    configuration does not index (a stopword of its own)."""
+    if not words:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT w, CASE WHEN numnode(plainto_tsquery(%s::regconfig, w)) = 0 THEN %s"
+            " ELSE coalesce((SELECT max(t.ndoc) FROM collections_app_termstat t"
+            " WHERE t.collection_id = %s AND t.lexeme = ANY("
+            "tsvector_to_array(to_tsvector(%s::regconfig, w)))), 0) END"
+            " FROM unnest(%s::text[]) AS w",
+            [TEXT_SEARCH_CONFIG, int(stopword_df), int(collection_id), TEXT_SEARCH_CONFIG,
+             list(words)],
+        )  # fmt: skip
+        return {str(w): int(n) for w, n in cur.fetchall()}
+
+
 def bm25_idf(*, n_docs: int, df: int) -> float:
     """The always-positive BM25 IDF (as in Lucene): rare terms weigh most."""
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))

@@ -22,6 +22,12 @@ from typing import Any
 from query_app.chat import ChatClient, ChatError
 from query_app.exceptions import ChatNotConfigured, GenerationFailed, UnknownGenerator
 from query_app.pipeline.assembly import AssembledContext
+from query_app.pipeline.coverage import (
+    Coverage,
+    WordFrequencies,
+    question_coverage,
+    uncovered_answer,
+)
 from query_app.pipeline.extractive import Encode, align_spans, extract
 from query_app.pipeline.lexical import (
     MARKER_RE,
@@ -30,7 +36,7 @@ from query_app.pipeline.lexical import (
 from query_app.pipeline.names import unknown_names_answer
 from query_app.pipeline.options import GenerationOptions
 from query_app.pipeline.prompts import answer_messages
-from query_app.pipeline.quotable import read_as
+from query_app.pipeline.quotable import Quote, read_as
 from query_app.pipeline.types import AnswerMode
 from query_app.pipeline.unaddressed import (
     AbsentWords,
@@ -100,6 +106,8 @@ class GenerationRequest:
     unknown_names: tuple[str, ...] = ()
     # Which of some words no chunk of the collection holds (unaddressed.py).
     absent_words: AbsentWords | None = None
+    # The collection's document frequencies of words, to weigh the question's (coverage.py).
+    frequencies: WordFrequencies | None = None
     # A passage below ``floor`` may be quoted where one of its units is this near the
     # question on its own (``floor.min_unit_similarity``; the rerank stage let it in).
     unit_floor: float | None = None
@@ -133,6 +141,7 @@ def generate(
     said: frozenset[str] = frozenset(),
     unknown_names: tuple[str, ...] = (),
     absent_words: AbsentWords | None = None,
+    frequencies: WordFrequencies | None = None,
     unit_floor: float | None = None,
 ) -> Generator[Any, None, GenerationResult]:
     """Yield answer pieces (or RESET) while generating; return the GenerationResult."""
@@ -151,6 +160,7 @@ def generate(
         said,
         unknown_names,
         absent_words,
+        frequencies=frequencies,
         unit_floor=unit_floor,
     )
     return (yield from GENERATORS.get(options.generator).write(request))
@@ -289,6 +299,20 @@ def _extractive(
         )
         details["cited"] = []
         return (yield from _not_found(details, warnings, unaddressed_answer(list(unaddressed))))
+    coverage = _coverage(request, found.quotes)
+    if coverage is not None:
+        details["question_coverage"] = coverage.share
+        floor = request.options.min_question_coverage
+        if floor is not None and coverage.share < floor and coverage.unknown:
+            # Quoting an abstract on breast carcinoma for a question on vasculitis would mislead.
+            details["uncovered_words"] = coverage.missing
+            details["unknown_words"] = coverage.unknown
+            details["reason"] = (
+                "the passages quoted from hold too little of the question's words "
+                f"({coverage.share:.2f}, weighed by rarity; at least {floor:.2f} needed)"
+            )
+            details["cited"] = []
+            return (yield from _not_found(details, warnings, uncovered_answer(coverage.unknown)))
     text = found.text()
     yield from _pieces(text)
     cited = markers_in(text)
@@ -312,6 +336,20 @@ def _unaddressed(request: GenerationRequest, quoted: list[str]) -> dict[str, flo
     tried = words_to_try(request.question, [p.text for p in request.context.passages])
     absent = request.absent_words(tried) if tried else []
     return unaddressed_words(request.question, quoted, absent, encode=request.encode, away=away)
+
+
+def _coverage(request: GenerationRequest, quotes: list[Quote]) -> Coverage | None:
+    """How much of the question the passages quoted from hold (coverage.py); None
+    when the collection's word frequencies are not at hand."""
+    if request.frequencies is None:
+        return None
+    markers = {quote.marker for quote in quotes}
+    texts = [
+        f"{p.candidate.source_name}\n{p.text}"
+        for p in request.context.passages
+        if p.marker in markers
+    ]
+    return question_coverage(request.question, texts, frequencies=request.frequencies)
 
 
 def _pieces(text: str) -> Iterable[str]:

@@ -183,6 +183,10 @@ class GenerationOptions:
     # without it by more than this (cosine; query_app/pipeline/unaddressed.py).
     # None: never declined for a word.
     decline_unaddressed: float | None = 0.03
+    # An extractive answer is declined when the passages it would quote from hold less
+    # than this share of the question's words, weighed by their rarity in the
+    # collection (query_app/pipeline/coverage.py). None: never declined for it.
+    min_question_coverage: float | None = 0.3
     temperature: float = 0.0
     max_output_tokens: int = 512
     # Replaces the built-in grounded system prompt when set.

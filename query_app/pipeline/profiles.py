@@ -277,6 +277,7 @@ def options_validate(options: QueryOptions, limits: QueryLimits) -> None:
         "generation.min_sentence_similarity", o.generation.min_sentence_similarity, -1.0, 1.0
     )
     _check_range("generation.decline_unaddressed", o.generation.decline_unaddressed, 0.0, 1.0)
+    _check_range("generation.min_question_coverage", o.generation.min_question_coverage, 0.0, 1.0)
     _check_range("generation.temperature", o.generation.temperature, 0.0, 2.0)
     _check_range("generation.max_output_tokens", o.generation.max_output_tokens, 1, 100_000)
     _check_range("groundedness.min_support", o.groundedness.min_support, 0.0, 1.0)

@@ -57,6 +57,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "generation.temperature": (0.0, 2.0),
     "generation.min_sentence_similarity": (-1.0, 1.0),
     "generation.decline_unaddressed": (0.0, 1.0),
+    "generation.min_question_coverage": (0.0, 1.0),
     "groundedness.min_support": (0.0, 1.0),
     "cache.ttl_s": (0, 7 * 24 * 3600),
     "corrective.upper": (0.0, 1.0),

@@ -7,6 +7,7 @@ from typing import Any, TypedDict, cast
 
 from query_app.exceptions import ChatNotConfigured
 from query_app.pipeline.assembly import AssembledContext
+from query_app.pipeline.coverage import WordFrequencies, collection_frequencies
 from query_app.pipeline.embed_cache import cached_encoder
 from query_app.pipeline.generation import GENERATORS, LLM_NOT_CONFIGURED, RESET, generate
 from query_app.pipeline.index_memo import index_key
@@ -70,6 +71,13 @@ def _absent_words(state: PipelineState, context: AssembledContext) -> AbsentWord
     )
 
 
+def _frequencies(state: PipelineState, context: AssembledContext) -> WordFrequencies | None:
+    """The collection's word frequencies, to weigh the question's words (extractive only)."""
+    if not _quotes_only(state, context) or state.query.collection is None:
+        return None
+    return collection_frequencies(state.query.collection)
+
+
 class GenerateStage(Stage):
     name = "generate"
 
@@ -118,6 +126,7 @@ class GenerateStage(Stage):
             said=_already_said(state),
             unknown_names=_unknown_names(state, context),
             absent_words=_absent_words(state, context),
+            frequencies=_frequencies(state, context),
         )
         while True:
             try:
