@@ -22,33 +22,28 @@ of only some of them (docs/answering.md, "Extractive answers").
 from __future__ import annotations
 
 import calendar
-import difflib
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from collections_app import search_index
 from query_app.pipeline.index_memo import IndexMemo, index_key
-from query_app.pipeline.lexical import STOPWORDS, content_terms, stem, words
+from query_app.pipeline.lexical import stem, words
 from query_app.pipeline.names import never_mentions_answer
 from query_app.pipeline.question import plain_word
 from query_app.pipeline.spelling import english_zipf
+from query_app.pipeline.unaddressed import MIN_LENGTH, misspells, passage_words
 
 if TYPE_CHECKING:
     from collections_app.models import Collection
 
-# Words shorter than this are left out (abbreviations and units: "OSA", "ml"):
-# they are written in too many ways to count against a passage.
-MIN_LENGTH = 4
+# Words shorter than unaddressed.MIN_LENGTH are left out (abbreviations and units:
+# "OSA", "ml"): they are written in too many ways to count against a passage.
 # Month and weekday names are left out too: a date is written in many forms ("24 December
 # 2024", "2024-12-24", "Tue 24/12"), and rows.py reads the question's dates.
 CALENDAR_WORDS = frozenset(
     name.lower() for name in (*calendar.month_name, *calendar.day_name) if name
 )
-# A word this close (difflib ratio) to a passage word counts as held: a misspelling.
-MISSPELLING = 0.8
-
 # A word whose Zipf frequency in English (spelling.english_zipf) is below this is taken
 # for a term of art ("glioma" 1.6, "maxillary" 2.2), not a paraphrase in everyday words
 # ("handheld" 2.6, "mileage" 3.0, "money" 5.6).
@@ -95,13 +90,13 @@ def question_coverage(
     asked = question_words(question)
     if not asked:
         return Coverage(share=1.0)
-    held: set[str] = set()
-    vocabulary: set[str] = set(STOPWORDS)
-    for text in passages:
-        held.update(content_terms(text))
-        vocabulary.update(word.lower() for word in words(text))
+    held, vocabulary = passage_words(passages)
     df, n_docs = frequencies(asked)
-    weight = {w: _idf(n_docs=n_docs, df=df.get(w, 0)) for w in asked}
+    # BM25's always-positive IDF, as the keyword leg weighs words (a stale count may
+    # exceed the passage count).
+    weight = {
+        w: search_index.bm25_idf(n_docs=max(n_docs, df.get(w, 0)), df=df.get(w, 0)) for w in asked
+    }
     missing = [w for w in asked if stem(w) not in held and not _misspelt(w, df, vocabulary)]
     total = sum(weight.values()) or 1.0
     share = 1.0 - sum(weight[w] for w in missing) / total
@@ -115,14 +110,7 @@ def question_coverage(
 
 def _misspelt(word: str, df: Mapping[str, int], vocabulary: set[str]) -> bool:
     # A word the collection holds is spelt as it uses it; only one it lacks is compared.
-    if df.get(word, 0):
-        return False
-    return bool(difflib.get_close_matches(word.lower(), vocabulary, n=1, cutoff=MISSPELLING))
-
-
-def _idf(*, n_docs: int, df: int) -> float:
-    """BM25's always-positive IDF (as the keyword leg weighs words)."""
-    return math.log(1.0 + (max(n_docs, df) - df + 0.5) / (df + 0.5))
+    return not df.get(word, 0) and misspells(word, vocabulary)
 
 
 def uncovered_answer(unknown: Sequence[str]) -> str:

@@ -74,21 +74,33 @@ def words_to_try(question: str, passages: Sequence[str]) -> list[str]:
     when the question does not ask for a fact)."""
     if not asks_for_attribute(question):
         return []
+    held, vocabulary = passage_words(passages)
+    found: list[str] = []
+    for word in words(question):
+        lower = word.lower()
+        if not plain_word(word, min_length=MIN_LENGTH) or stem(lower) in held or word in found:
+            continue
+        if misspells(word, vocabulary):
+            continue
+        found.append(word)
+    return found
+
+
+def passage_words(passages: Sequence[str]) -> tuple[set[str], set[str]]:
+    """The content terms (stems) ``passages`` hold, and their words lower-cased with the
+    stopwords: the vocabulary a question word may be a misspelling of."""
     held: set[str] = set()
     vocabulary: set[str] = set(STOPWORDS)
     for text in passages:
         for word in words(text):
             vocabulary.add(word.lower())
         held.update(content_terms(text))
-    found: list[str] = []
-    for word in words(question):
-        lower = word.lower()
-        if not plain_word(word, min_length=MIN_LENGTH) or stem(lower) in held or word in found:
-            continue
-        if difflib.get_close_matches(lower, vocabulary, n=1, cutoff=MISSPELLING):
-            continue
-        found.append(word)
-    return found
+    return held, vocabulary
+
+
+def misspells(word: str, vocabulary: set[str]) -> bool:
+    """Whether ``word`` is near enough a word of ``vocabulary`` to be its misspelling."""
+    return bool(difflib.get_close_matches(word.lower(), vocabulary, n=1, cutoff=MISSPELLING))
 
 
 def _without(question: str, word: str) -> str:
