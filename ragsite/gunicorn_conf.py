@@ -12,6 +12,10 @@ req/s, p95 429 ms, the web process at 72 of the 120 CPU-seconds; 2 x 4 62.0 req/
 p95 448 ms, the machine full (web 83, PostgreSQL 25, the load generator 5). Each
 thread keeps one database connection (``RAGSITE_DB_CONN_MAX_AGE``), plus one for
 the worker's run writer.
+
+The workers are ``ragsite/gunicorn_worker.py``'s: gunicorn's threaded worker,
+taking each new connection on the worker that holds the fewest, so clients
+that keep their connections open are shared evenly between the processes.
 """
 
 from __future__ import annotations
@@ -30,3 +34,6 @@ def worker_exit(server: object, worker: object) -> None:
     from query_app.run_writer import run_writer
 
     run_writer().stop()
+
+
+worker_class = "ragsite.gunicorn_worker.BalancedThreadWorker"

@@ -104,7 +104,8 @@ def test_a_web_process_loads_the_models_before_it_serves_when_asked(warmup):
         [
             sys.executable,
             "-c",
-            "import sys, ragsite.wsgi; print('views imported:', 'query_app.views' in sys.modules)",
+            "import gc, sys, ragsite.wsgi; print('views imported:', 'query_app.views' in sys.modules);"
+            " print('frozen:', gc.get_freeze_count())",
         ],
         cwd=Path(settings.BASE_DIR),
         env=env,
@@ -117,6 +118,10 @@ def test_a_web_process_loads_the_models_before_it_serves_when_asked(warmup):
         # The views too: Django would import them on the first request otherwise.
         assert "views imported: True" in done.stdout
         assert "warm-up: loaded embedder all-MiniLM-L6-v2" in done.stderr
+        # What it loaded is left out of the garbage collector's later passes.
+        frozen = int(done.stdout.split("frozen:")[1])
+        assert frozen > 100_000
     else:
         assert "views imported: False" in done.stdout
         assert "warm-up" not in done.stderr
+        assert "frozen: 0" in done.stdout
