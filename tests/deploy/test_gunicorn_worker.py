@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import process_end
+
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 
@@ -44,12 +46,7 @@ def site():
         threading.Thread(target=process.stdout.read, daemon=True).start()  # type: ignore[union-attr]
         yield port, pids
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        process_end(process, timeout=30)
 
 
 def _workers_booted(process: subprocess.Popen[bytes], *, count: int) -> set[int]:

