@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -115,6 +114,9 @@ class BalancedThreadWorker(ThreadWorker):
             slot_publish(self._slot, os.getpid(), STOPPING)
 
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        if self._hold_until:
+            # Wake when the hold ends: the loop's next turn takes the connection.
+            timeout = min(timeout, max(0.0, self._hold_until - time.monotonic()))
         super().wait_for_and_dispatch_events(timeout)
         # Connections are counted up and down in several places of the loop:
         # publish the count once a turn. A stopping worker takes no more.
@@ -137,17 +139,10 @@ class BalancedThreadWorker(ThreadWorker):
         if self._slot < 0 or not fewer_elsewhere(self._slot, self.nr_conns):
             self._accept_now(listener)
             return
-        # Step aside; a timer wakes the main loop when the hold ends.
+        # Step aside; the main loop's wait ends with the hold.
         self._hold_until = time.monotonic() + ACCEPT_HOLD_S
         super().set_accept_enabled(False)
-        timer = threading.Timer(ACCEPT_HOLD_S, self.method_queue.defer, args=(_wake,))
-        timer.daemon = True
-        timer.start()
 
     def _accept_now(self, listener: Any) -> None:
         super().accept(listener)
         slot_publish(self._slot, self.pid, self.nr_conns)
-
-
-def _wake() -> None:
-    """Nothing: running it wakes the worker's poller, whose loop then ends the hold."""
