@@ -54,6 +54,13 @@ Again with ``--docs 1500 --ingest 0`` on 2026-12-01, the machine quiet at the st
 On the quiet first slices bucketed ran 40.1/s against naive 30.2/s (1.33x); once the
 tests ran it fell behind (28.0 against 29.8 at 1,024 passages). int8 reaches 1.3x of
 naive within the 0.005 nDCG@10 bound.
+
+Again on 2026-12-06 on a quicker machine, where int8 had fallen to 1.12x (39.9 against
+35.5/s), after int8 runs an ingestion's passages side by side, one per thread:
+
+    naive fp32    37.5 passages/s  1.00  nDCG@10 0.7584
+    bucketed fp32 40.1             1.07          0.7584
+    onnx int8     54.1             1.44          0.7541 (-0.0043)
 """
 
 from __future__ import annotations
