@@ -3,11 +3,11 @@
 Every worker process waits on the same listening socket, and the first to wake
 takes the connection. Clients that keep their connection open (browsers for a
 while, a reverse proxy, an API client) stay with the worker that took it, so
-the split made as they connect lasts: 20 askers connecting at once were seen
-split 14 to 6 between two workers, and an idle site gives every connection to
-the same one. An answer is mostly Python, which one process runs on one core
-at a time, so the worker holding 14 queues its requests while the other has a
-core to spare: the busier one sets the tail latency.
+the split made as they connect lasts: ``benchmarks/load.py``'s 20 askers were
+seen split 14 to 6 and 19 to 1 between two workers, and an idle site gives
+every connection to the same one. An answer is mostly Python, which one process
+runs on one core at a time, so the worker holding 19 queues its requests while
+the other has a core to spare: the busier one sets the tail latency.
 
 ``BalancedThreadWorker`` publishes how many connections it holds in a table
 shared by the workers of one gunicorn (created when the master imports this
