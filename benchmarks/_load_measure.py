@@ -94,7 +94,7 @@ def spy_start(gunicorn: subprocess.Popen[bytes], out: Path) -> subprocess.Popen[
         raise SystemExit("load: --profile needs py-spy (requirements-dev.txt)")
     return subprocess.Popen(
         [str(spy), "record", "--pid", str(gunicorn.pid), "--subprocesses",
-         "--format", "raw", "--rate", "50", "--nonblocking", *(["--gil"] if os.environ.get("EXP_GIL") else []), "--output", str(out)],
+         "--format", "raw", "--rate", "50", "--nonblocking", "--output", str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
 

@@ -41,8 +41,6 @@ SLOTS = 64
 STOPPING = 1 << 62  # the count a stopping worker publishes: never the emptier one
 _table = mmap.mmap(-1, SLOTS * 2 * 8)
 _cells = memoryview(_table).cast("q")
-
-
 _PROC = Path("/proc/self/stat").exists()
 
 

@@ -162,7 +162,7 @@ class OnnxInt8Embedder:
         self._tokens = rust_tokenizer(self.tokenizer, max_length=sequence)
         self._pad_id = int(self.tokenizer.pad_token_id or 0)
         # batch_size, batch_tokens and device are the PyTorch provider's: this
-        # one runs one passage at a time (see encode) on the CPU.
+        # one runs each passage alone (see encode) on the CPU.
         data = int8_model_bytes(cache_dir if cache_dir is not None else _cache_dir())
         # Each passage runs on one thread; a large batch runs this many side by side.
         self._threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 0) or _cores()
