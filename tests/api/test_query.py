@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from collections_app.models import Chunk
 from query_app.models import QueryRun
 from query_app.pipeline.rerankers import MODEL_ENV
+from tests.support.processes import free_port
 
 # Answers are extractive unless a test configures a chat endpoint.
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_chat_model")]
@@ -22,9 +21,7 @@ CITATION_KEYS = {"marker", "chunk_id", "source", "snippet", "score", "char_start
 @pytest.fixture
 def closed_port() -> int:
     """A loopback port nothing listens on: a chat endpoint that is down."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_port()
 
 
 def test_query_answers_with_citations_into_the_collection(api, ingested):

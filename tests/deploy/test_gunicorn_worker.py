@@ -11,7 +11,6 @@ import http.client
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import process_end
+from tests.support.processes import free_port, process_end
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
@@ -30,9 +29,7 @@ GUNICORN = Path(sys.executable).parent / "gunicorn"
 @pytest.fixture
 def site():
     """Two workers of two threads each; yields (port, the workers' pids)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ragsite.settings"}
     process = subprocess.Popen(
         [str(GUNICORN), "tests.support.pid_app:application", "--bind", f"127.0.0.1:{port}",

@@ -7,8 +7,6 @@ completions, Server-Sent-Event streams, errors, slowness and garbage.
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from query_app.chat import (
@@ -21,6 +19,7 @@ from query_app.chat import (
     chat_client_from_settings,
 )
 from tests.support.chat_server import Reply, completion, streamed
+from tests.support.processes import free_port
 
 MESSAGES = [{"role": "user", "content": "Say hello."}]
 
@@ -125,9 +124,7 @@ def test_garbage_in_a_stream_is_a_bad_response(chat_server):
 
 
 def test_an_unreachable_endpoint_is_a_connection_error():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     config = ChatConfig(
         base_url=f"http://127.0.0.1:{port}/v1",
         model="m",

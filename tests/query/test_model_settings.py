@@ -8,7 +8,6 @@ and Ollama do, for the local-server detection).
 from __future__ import annotations
 
 import logging
-import socket
 import time
 
 import pytest
@@ -30,6 +29,7 @@ from query_app.models import ModelSettings
 from query_app.services import QueryRequest, profile_resolve, query_answer
 from tests.support.chat_server import Reply, completion
 from tests.support.knowledge_base import KB_DOCS, REFUND_QUESTION, step
+from tests.support.processes import free_port
 from tests.support.tiny_models import build_tiny_cross_encoder
 
 SECRET = "sk-test-3f9a1c7e5b"
@@ -54,12 +54,6 @@ def no_environment(rag_set):
 def tiny_model(tmp_path_factory):
     texts = [REFUND_QUESTION, *[chunk for doc in KB_DOCS for chunk in doc.chunks]]
     return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce"), texts=texts)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def save(admin, **fields) -> None:

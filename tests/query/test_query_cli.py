@@ -17,6 +17,7 @@ from django.core.management.base import CommandError
 from collections_app.services import collection_create, collection_ingest
 from query_app.models import QueryRun
 from tests.support.documents import INSTALL, REFUNDS
+from tests.support.processes import free_port
 
 QUESTION = "What does error ERR-4471 from the installer mean?"
 
@@ -130,11 +131,7 @@ def test_collection_the_user_may_not_read_looks_missing(docs, other_user):
 
 
 def test_chat_model_down_without_fallback_exits_1(docs, settings):
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     settings.RAG = {
         **settings.RAG,
         "chat": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "max_retries": 0},

